@@ -1,0 +1,580 @@
+"""The fold: span events in, the call tree out.
+
+``Projection.apply`` is pure bookkeeping over the events it has seen: the same events, in any
+order, with any duplicates, give the same state and therefore the same rendered bytes. It
+keeps, per span, one small :class:`Node`; a node lists the visible calls under it (``kids``,
+ordered by start time then span id). Plain spans are transparent: a call under a plain span
+hangs under the nearest agentic ancestor. A child that arrives before its parent waits at the
+top of its trace (``orphans``) and moves under the parent when the parent arrives.
+
+Memory stays bounded by the active depth plus one small record per call: a call's input is
+dropped when it ends, its output summary when its parent ends (the log keeps both).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+from bisect import insort
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from . import schema as s
+from .dialects import Kind, classify, function_name, input_of, output_of
+from .events import Event, SpanEnded, SpanStarted
+from .log import Damage, read_log
+
+log = logging.getLogger("callctx.projection")
+
+STARTED = 1
+ENDED = 2
+FAILED = 4
+HOLDS = 8
+VISIBLE = 16
+EXPOSE_SHIFT = 5
+_EXPOSE_NAMES = s.EXPOSE_LEVELS  # io, llm, full, hidden
+
+DEFAULT_OUTPUT_LIMIT = 200
+_EXPOSE = frozenset(s.EXPOSE_LEVELS)
+_EMPTY: dict[str, Any] = {}
+_json = msgspec.json.Decoder()
+
+
+class Tree:
+    """The top of one call tree: a session (shared ``gen_ai.conversation.id``) or a trace."""
+
+    __slots__ = ("key", "memo", "tops")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.tops: list[Node] = []
+        self.memo: Any = None
+
+    # A tree is never finished: its top calls are always shown with their outputs.
+    state = STARTED
+    home = None
+
+    def __repr__(self) -> str:
+        return f"Tree({self.key!r}, {len(self.tops)} top calls)"
+
+
+class Node(msgspec.Struct, eq=False, gc=False, repr_omit_defaults=True):
+    """One span as the fold keeps it. Fields are dropped as the call leaves the active chain.
+
+    A released call costs one of these plus its id: the layout is kept small on purpose
+    (flags in one int, rare fields in ``extra``). Nodes are invisible to the cyclic garbage
+    collector (``gc=False``): a projection holds millions of them and a collector pass over
+    them buys nothing while it lives. Their links do form cycles, so
+    :meth:`Projection.__del__` cuts them.
+    """
+
+    span_id: str
+    trace_id: str
+    kind: Kind = "other"
+    state: int = 0  # STARTED | ENDED | FAILED | HOLDS | VISIBLE | expose << EXPOSE_SHIFT
+    function: str = ""
+    start_ns: int = 0
+    parent: Node | None = None  # the parent span, once it has started
+    home: Node | Tree | None = None  # the Node or Tree whose list holds this node
+    attrs: dict[str, Any] | None = None  # start attrs while running; end attrs while awaiting a start
+    output: str | None = None  # display output while the parent runs
+    kids: list[Node] | None = None  # visible calls under a holder, by (start_ns, span_id)
+    memo: Any = None  # (key, text) of the last rendering of a finished subtree
+    extra: dict[str, Any] | None = None  # rare: conv, subs, input, error
+
+    @property
+    def holds(self) -> bool:
+        """Visible calls below attach here (an agentic, non-hidden span)."""
+        return bool(self.state & HOLDS)
+
+    @property
+    def visible(self) -> bool:
+        """Listed in its holder's kids (agentic non-hidden, llm, tool)."""
+        return bool(self.state & VISIBLE)
+
+    @property
+    def expose(self) -> str:
+        return _EXPOSE_NAMES[(self.state >> EXPOSE_SHIFT) & 3]
+
+    @property
+    def running(self) -> bool:
+        return self.state & (STARTED | ENDED) == STARTED
+
+    @property
+    def ended(self) -> bool:
+        return bool(self.state & ENDED)
+
+    def _get(self, key: str) -> Any:
+        extra = self.extra
+        return extra.get(key) if extra else None
+
+    def _set(self, key: str, value: Any) -> None:
+        if value is None:
+            if self.extra:
+                self.extra.pop(key, None)
+                if not self.extra:
+                    self.extra = None
+        elif self.extra is None:
+            self.extra = {key: value}
+        else:
+            self.extra[key] = value
+
+    conv = property(lambda self: self._get("conv"), lambda self, v: self._set("conv", v))
+    subs = property(lambda self: self._get("subs"), lambda self, v: self._set("subs", v))  # non-holder's children
+    input = property(lambda self: self._get("input"), lambda self, v: self._set("input", v))  # llm/tool display
+    error = property(lambda self: self._get("error"), lambda self, v: self._set("error", v))
+
+
+def _sort_key(n: Node) -> tuple[int, str]:
+    return (n.start_ns, n.span_id)
+
+
+class CallInfo(msgspec.Struct, frozen=True):
+    """What the turn needs to know about one call on the active chain."""
+
+    span_id: str
+    function: str
+    doc: str | None = None
+    position: str | None = None
+    output_contract: str | None = None
+    render_range: int | None = None
+    input: str | None = None
+    input_mime: str | None = None
+
+
+class Projection:
+    """The folded state of a span stream; renders the call tree as any span sees it.
+
+    Thread-safe: ``apply`` and the readers take ``lock``. A writer that must keep another store
+    in the same order as the fold (the event log) holds ``lock`` around both and calls
+    ``apply_locked``.
+    """
+
+    def __init__(self, *, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+        self.lock = threading.Lock()
+        self.nodes: dict[str, Node] = {}
+        self.trees: dict[str, Tree] = {}
+        self.orphans: dict[str, list[Node]] = {}
+        self.output_limit = output_limit
+        self.recovered = False
+        self.generation = 0  # bumped when every memo becomes stale
+        self.rendered = False  # set by the first render: from then on changes forget memos
+        self.events = 0
+        self.damage: list[Damage] = []
+        self._names: dict[str, str] = {}
+
+    def __del__(self) -> None:
+        # Nodes are not tracked by the cyclic collector: cut their links so they can be freed.
+        for n in self.nodes.values():
+            n.parent = n.home = n.kids = n.memo = n.attrs = n.extra = None
+        for tree in self.trees.values():
+            tree.tops = []
+        self.orphans.clear()
+
+    # ---- feeding -------------------------------------------------------------------------
+    @classmethod
+    def from_log(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        recover: bool = True,
+        strict: bool = False,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> Projection:
+        """Replay a log. With ``recover``, spans the log never saw end read as ``interrupted``."""
+        proj = cls(output_limit=output_limit)
+        # Replay allocates millions of short-lived, cycle-free objects: the cyclic collector
+        # would only rescan the growing state over and over, so it pauses until we are done.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            with proj.lock:
+                start, end, count = proj._start, proj._end, 0
+                for ev in read_log(path, strict=strict, damage=proj.damage):
+                    t = type(ev)
+                    if t is SpanStarted:
+                        start(ev)  # type: ignore[arg-type]
+                    elif t is SpanEnded:
+                        end(ev)  # type: ignore[arg-type]
+                    else:
+                        continue
+                    count += 1
+                proj.events += count
+                if recover:
+                    proj._set_recovered()
+        finally:
+            if paused:
+                gc.enable()
+        return proj
+
+    def apply(self, event: Event) -> None:
+        with self.lock:
+            self.apply_locked(event)
+
+    def apply_all(self, events: Iterable[Event]) -> None:
+        with self.lock:
+            for ev in events:
+                self.apply_locked(ev)
+
+    def apply_locked(self, event: Any) -> None:
+        t = type(event)
+        if t is SpanStarted:
+            self._start(event)
+        elif t is SpanEnded:
+            self._end(event)
+        else:
+            return
+        self.events += 1
+
+    def mark_recovered(self) -> None:
+        """Declare the stream finished: spans still open are shown as ``interrupted``."""
+        with self.lock:
+            self._set_recovered()
+
+    def _set_recovered(self) -> None:
+        if not self.recovered:
+            self.recovered = True
+            self.generation += 1
+
+    # ---- the fold --------------------------------------------------------------------------
+    def _node(self, span_id: str, trace_id: str) -> Node:
+        n = self.nodes.get(span_id)
+        if n is None:
+            n = self.nodes[span_id] = Node(span_id, self._intern(trace_id))
+        return n
+
+    def _intern(self, text: str) -> str:
+        return self._names.setdefault(text, text)
+
+    def _start(self, ev: SpanStarted) -> None:
+        sid = ev.span_id
+        n = self.nodes.get(sid)
+        names = self._names
+        if n is None:
+            trace_id = ev.trace_id
+            n = self.nodes[sid] = Node(sid, names.setdefault(trace_id, trace_id))
+        elif n.state & STARTED:
+            return
+        n.state |= STARTED
+        attrs = ev.attributes
+        kind = classify(ev.name, attrs)
+        n.kind = kind
+        fn = function_name(ev.name, kind, attrs)
+        n.function = names.setdefault(fn, fn)
+        n.start_ns = ev.start_ns
+        if kind == "agentic":
+            expose = attrs.get(s.EXPOSE)
+            if expose is not None and expose in _EXPOSE:
+                n.state |= _EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
+            if expose != "hidden":
+                n.state |= HOLDS | VISIBLE
+        elif kind != "other":
+            n.state |= VISIBLE
+        conv = attrs.get(s.CONVERSATION)
+        if conv is not None:
+            n.conv = self._intern(str(conv))
+        if n.state & ENDED:  # the end came first: finish now that we know what this is
+            self._finish(n, n.attrs or _EMPTY, attrs)
+        else:
+            n.attrs = attrs
+
+        parent_id = ev.parent_id
+        parent = self.nodes.get(parent_id) if parent_id and parent_id != sid else None
+        adopted = self.orphans.pop(sid, None) if self.orphans else None
+        if (
+            adopted is None
+            and parent is not None
+            and parent.state & (HOLDS | STARTED) == HOLDS | STARTED
+            and n.state & VISIBLE
+        ):
+            # The common case, in order: the parent is a running call and holds this one.
+            n.parent = parent
+            self._move(n, parent)
+            return
+        if parent_id and parent_id != sid:
+            if parent is None or not parent.state & STARTED:
+                self.orphans.setdefault(parent_id, []).append(n)
+            elif adopted and self._would_cycle(parent, n, adopted):
+                log.warning("span %s: parent %s is its own descendant; treated as a root", sid, parent_id)
+            else:
+                self._link(n, parent)
+        if adopted:
+            for child in adopted:
+                self._link(child, n)
+        self._place(n)
+        if adopted and n.holds:
+            for child in adopted:
+                self._place(child)
+
+    @staticmethod
+    def _would_cycle(parent: Node, n: Node, adopted: list[Node]) -> bool:
+        """Would linking ``n`` under ``parent`` close a loop (hostile or broken input)?"""
+        waiting = {id(c) for c in adopted}
+        p: Node | None = parent
+        while p is not None:
+            if p is n or id(p) in waiting:
+                return True
+            p = p.parent
+        return False
+
+    def _link(self, child: Node, parent: Node) -> None:
+        child.parent = parent
+        if not parent.state & HOLDS:
+            subs = parent.subs
+            if subs is None:
+                parent.subs = [child]
+            else:
+                subs.append(child)
+
+    def _end(self, ev: SpanEnded) -> None:
+        n = self.nodes.get(ev.span_id)
+        if n is None:
+            n = self._node(ev.span_id, ev.trace_id)
+        elif n.state & ENDED:
+            return
+        n.state |= ENDED
+        if ev.status == "error":
+            n.state |= FAILED
+            n.error = _one_line(ev.error or "error")
+        if not n.state & STARTED:
+            n.attrs = ev.attributes  # kept until the start tells us what the span is
+            return
+        self._finish(n, ev.attributes, n.attrs or _EMPTY)
+        home = n.home
+        if type(home) is Node and self._releasable(n, home):
+            self._release(n)
+        if n.kids:
+            released = type(home) is Node and home.state & ENDED
+            for kid in n.kids:
+                if kid.state & ENDED and (kid.kind == "agentic" or released or n.expose == "io"):
+                    self._release(kid)
+        self._touch(n)
+
+    def _finish(self, n: Node, end: dict[str, Any], start: dict[str, Any]) -> None:
+        """Keep only what the rendering of a finished call needs (end attributes win)."""
+        n.attrs = None
+        if not n.visible:
+            return
+        limit = self.output_limit
+        summary = end.get(s.SUMMARY)
+        if summary is None:
+            summary = start.get(s.SUMMARY)
+        if summary is not None:
+            n.output = _cut(str(summary), limit)
+        else:
+            text, mime = output_of(n.kind, end)
+            if text is None and start:
+                text, mime = output_of(n.kind, start)
+            if text is not None:
+                n.output = _cut(_display(text, mime), limit)
+        if n.kind != "agentic":
+            text, mime = input_of(n.kind, end)
+            if text is None:
+                text, mime = input_of(n.kind, start)
+            if text is not None:
+                n.input = _cut(_display(text, mime), limit)
+
+    @staticmethod
+    def _releasable(n: Node, holder: Node) -> bool:
+        """Will the finished ``n`` never be shown with its io again?
+
+        A call shows its output while its holder runs. A model exchange or tool call shows
+        only under a holder exposing ``llm`` / ``full``, until that holder is released.
+        """
+        if n.kind == "agentic":
+            return bool(holder.state & ENDED)
+        return holder.expose == "io" or (bool(holder.state & ENDED) and _ended_node(holder.home))
+
+    @staticmethod
+    def _release(n: Node) -> None:
+        """A finished call whose parent finished: its io leaves memory (the log keeps it).
+
+        A call's own model exchanges and tool calls (shown under ``expose=llm|full``) go with it.
+        """
+        n.output = None
+        if n.extra:
+            n.input = None
+        if n.kids:
+            for kid in n.kids:
+                if kid.kind != "agentic" and kid.state & ENDED:
+                    kid.output = None
+                    kid.input = None
+
+    def _host(self, n: Node) -> Node | Tree:
+        """The holder whose list shows ``n``: nearest agentic ancestor, else the tree's top."""
+        p = n.parent
+        conv = n.conv
+        while p is not None:
+            if p.holds:
+                return p
+            if conv is None:
+                conv = p.conv
+            q = p.parent
+            if q is None:
+                break
+            p = q
+        key = conv or n.trace_id
+        tree = self.trees.get(key)
+        if tree is None:
+            tree = self.trees[key] = Tree(key)
+        return tree
+
+    def _place(self, n: Node) -> None:
+        """Put ``n`` (if visible) and the visible calls under it (if it holds none) in place."""
+        if n.visible:
+            self._move(n, self._host(n))
+        if n.holds or not n.subs:
+            return
+        stack = list(n.subs)
+        target: Node | Tree | None = None
+        while stack:
+            c = stack.pop()
+            if c.visible:
+                if target is None:
+                    target = self._host(c)
+                self._move(c, target)
+            if not c.holds and c.subs:
+                stack.extend(c.subs)
+
+    def _move(self, n: Node, target: Node | Tree) -> None:
+        old = n.home
+        if old is target:
+            return
+        if old is not None:
+            lst = old.kids if type(old) is Node else old.tops
+            lst.remove(n)
+            self._touch(old)
+        if type(target) is Node:
+            lst = target.kids
+            if lst is None:
+                lst = target.kids = []
+        else:
+            lst = target.tops
+        last = lst[-1] if lst else None
+        if last is None or last.start_ns < n.start_ns or (last.start_ns == n.start_ns and last.span_id <= n.span_id):
+            lst.append(n)
+        else:
+            insort(lst, n, key=_sort_key)
+        n.home = target
+        if n.state & ENDED and type(target) is Node and self._releasable(n, target):
+            self._release(n)
+        self._touch(n)
+
+    def _touch(self, n: Node | Tree | None) -> None:
+        """Forget the renderings that include ``n``."""
+        if not self.rendered:  # nothing memoized yet (a replay, say): nothing to forget
+            return
+        while n is not None:
+            n.memo = None
+            n = n.home
+
+    # ---- reading -----------------------------------------------------------------------------
+    def node(self, span_id: str) -> Node | None:
+        return self.nodes.get(span_id)
+
+    def holder(self, span_id: str) -> Node | None:
+        """The call a span belongs to: itself if it is a visible agentic call, else its holder."""
+        n = self.nodes.get(span_id)
+        while n is not None and not (n.holds and n.state & STARTED):
+            n = n.parent
+        return n
+
+    def chain(self, span_id: str) -> list[CallInfo]:
+        """The active chain from the root call down to the call ``span_id`` belongs to."""
+        with self.lock:
+            n = self.holder(span_id)
+            out: list[CallInfo] = []
+            while type(n) is Node:
+                a = n.attrs or {}
+                text, mime = input_of(n.kind, a)
+                rr = a.get(s.RENDER_RANGE)
+                out.append(
+                    CallInfo(
+                        span_id=n.span_id,
+                        function=n.function,
+                        doc=a.get(s.DOC),
+                        position=a.get(s.POSITION),
+                        output_contract=a.get(s.OUTPUT_CONTRACT),
+                        render_range=rr if isinstance(rr, int) and rr >= 0 else None,
+                        input=text,
+                        input_mime=mime,
+                    )
+                )
+                n = n.home
+            out.reverse()
+            return out
+
+    def tree(self, span_id: str, *, render_range: int | None = None) -> str:
+        """The call tree (YAML) as the call ``span_id`` sees it; ``# you are here`` marks it.
+
+        ``render_range`` keeps, at each level of the viewer's path, only the last N finished
+        calls; by default the one declared on the viewer or its nearest ancestor applies.
+        """
+        from .render import render_view
+
+        with self.lock:
+            viewer = self.holder(span_id)
+            if viewer is None:
+                if span_id not in self.nodes:
+                    raise KeyError(f"unknown span {span_id!r}")
+                n = self.nodes[span_id]
+                return render_view(self, self._host(n), None, render_range)
+            top: Node | Tree = viewer
+            while type(top) is Node:
+                if render_range is None:  # the nearest range declared on the chain applies
+                    rr = (top.attrs or {}).get(s.RENDER_RANGE)
+                    if isinstance(rr, int) and rr >= 0:
+                        render_range = rr
+                top = top.home
+            return render_view(self, top, viewer, render_range)
+
+    def session_tree(self, key: str, *, render_range: int | None = None) -> str:
+        """The whole tree of a session (conversation id) or trace, seen from outside any call."""
+        from .render import render_view
+
+        with self.lock:
+            tree = self.trees.get(key)
+            if tree is None:
+                raise KeyError(f"no session or trace {key!r}")
+            return render_view(self, tree, None, render_range)
+
+    def sessions(self) -> list[str]:
+        with self.lock:
+            return sorted(self.trees, key=lambda k: (self.trees[k].tops[0].start_ns if self.trees[k].tops else 0, k))
+
+
+def _ended_node(home: Node | Tree | None) -> bool:
+    return type(home) is Node and bool(home.state & ENDED)
+
+
+def _one_line(text: str, limit: int = DEFAULT_OUTPUT_LIMIT) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "error"
+    return _cut(line, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip() + " …"
+
+
+def _display(text: str, mime: str | None) -> str:
+    """A JSON-encoded string shows as its text; other JSON stays compact JSON."""
+    if mime == s.MIME_JSON and text[:1] == '"':
+        try:
+            value = _json.decode(text)
+        except msgspec.DecodeError:
+            return text
+        if isinstance(value, str):
+            return value
+    return text
+
+
+def sizeof_node() -> int:
+    """Bytes of one empty Node (for the memory benchmark's breakdown)."""
+    return sys.getsizeof(Node("", ""))

@@ -1,0 +1,208 @@
+"""Rendering the call tree as the YAML a call sees (DESIGN section 5).
+
+A node renders by where it stands relative to the viewer:
+
+* on the active chain (the viewer and the calls holding it): ``function``, ``input``,
+  ``status: running``, ``children``; the viewer carries ``# you are here``;
+* finished while its parent runs: ``function``, ``output`` (the summary), children as structure;
+* finished under a finished parent (released): ``{function: f, status: done}``;
+* failed: ``status: error`` and a one-line ``error``.
+
+Finished subtrees never change again until their parent finishes, so their text is memoized
+on the node and reused at the same indentation: consecutive renders share their prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from . import schema as s
+from .dialects import input_of
+from .fold import ENDED, FAILED, Node, Projection, Tree
+from .yamltext import key_value, scalar, value_lines
+
+CHAIN, RUNNING, INTERRUPTED, FINISHED, RELEASED = range(5)
+MAX_DEPTH = 100
+HERE = "  # you are here"
+_json = msgspec.json.Decoder()
+
+
+def render_view(proj: Projection, top: Tree, viewer: Node | None, render_range: int | None) -> str:
+    """The whole tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside)."""
+    chain: set[Node] = set()
+    n: Any = viewer
+    while type(n) is Node:
+        chain.add(n)
+        n = n.home
+    proj.rendered = True
+    r = _Renderer(proj, chain, viewer, render_range)
+    out: list[str] = []
+    r.items(top.tops, "", 0, bool(chain), out)
+    return "".join(out)
+
+
+class _Renderer:
+    __slots__ = ("chain", "gen", "proj", "render_range", "viewer")
+
+    def __init__(self, proj: Projection, chain: set[Node], viewer: Node | None, render_range: int | None):
+        self.proj = proj
+        self.chain = chain
+        self.viewer = viewer
+        self.render_range = render_range
+        self.gen = proj.generation
+
+    # -- lists ------------------------------------------------------------------------------
+    def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
+        """Render a list of calls; on the chain, ``render_range`` keeps the last finished ones."""
+        rr = self.render_range
+        start = 0
+        if on_chain and rr is not None:
+            start = self._window(kids, rr)
+            if start:
+                out.append(f"{indent}# earlier calls not shown\n")
+                first = kids[start]
+                for n in self.chain:  # a call on the path is always shown, however old
+                    home = n.home
+                    if (
+                        home is not None
+                        and (home.kids if type(home) is Node else home.tops) is kids
+                        and (n.start_ns, n.span_id) < (first.start_ns, first.span_id)
+                    ):
+                        out.append(self.item(n, indent, depth))
+        for i in range(start, len(kids)):
+            n = kids[i]
+            if n.kind == "agentic":
+                out.append(self.item(n, indent, depth))
+
+    def _window(self, kids: list[Node], keep: int) -> int:
+        """Index of the first call shown: the last ``keep`` finished calls and what follows."""
+        seen = 0
+        i = len(kids)
+        while i > 0:
+            n = kids[i - 1]
+            if n.kind == "agentic" and n.state & ENDED:
+                if seen == keep:
+                    return i
+                seen += 1
+            i -= 1
+        return 0
+
+    # -- one node ---------------------------------------------------------------------------
+    def mode(self, n: Node) -> int:
+        if not n.state & ENDED:
+            if n in self.chain:
+                return CHAIN
+            return INTERRUPTED if self.proj.recovered else RUNNING
+        home = n.home
+        if type(home) is Node and home.state & ENDED:
+            return RELEASED
+        return FINISHED
+
+    def item(self, n: Node, indent: str, depth: int) -> str:
+        mode = self.mode(n)
+        if n in self.chain:
+            return self.build(n, indent, depth, mode)
+        key = (mode, indent, self.gen)
+        memo = n.memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        text = self.build(n, indent, depth, mode)
+        n.memo = (key, text)
+        if mode == RELEASED and n.kids:
+            for k in n.kids:  # this text now contains theirs for good
+                k.memo = None
+        return text
+
+    def build(self, n: Node, indent: str, depth: int, mode: int) -> str:
+        here = n is self.viewer
+        inner = indent + "  "
+        name = scalar(n.function)
+        kids = n.kids
+        show_kids = bool(kids) and depth < MAX_DEPTH and self._any_shown(n, mode)
+        failed = n.state & FAILED
+        if mode == RELEASED and not show_kids and not here:
+            status = "error" if failed else "done"
+            if failed:
+                return f"{indent}- {{function: {name}, status: error, error: {scalar(n.error or 'error')}}}\n"
+            return f"{indent}- {{function: {name}, status: {status}}}\n"
+
+        out = [f"{indent}- function: {name}{HERE if here and mode != CHAIN else ''}\n"]
+        if mode == CHAIN:
+            self._input(n, inner, out)
+            status = "interrupted" if self.proj.recovered else "running"
+            out.append(f"{inner}status: {status}{HERE if here else ''}\n")
+        elif mode == RUNNING:
+            out.append(f"{inner}status: running\n")
+        elif mode == INTERRUPTED:
+            out.append(f"{inner}status: interrupted\n")
+        elif failed:
+            out.append(f"{inner}status: error\n")
+            out.append(key_value("error", n.error or "error", inner))
+        elif mode == FINISHED:
+            if n.output is not None:
+                out.append(key_value("output", n.output, inner))
+        else:
+            out.append(f"{inner}status: done\n")
+        if show_kids:
+            out.append(f"{inner}children:\n")
+            self._kids(n, mode, inner + "  ", depth + 1, out)
+        elif kids and depth >= MAX_DEPTH:
+            out.append(f"{inner}# deeper calls not shown\n")
+        return "".join(out)
+
+    def _any_shown(self, n: Node, mode: int) -> bool:
+        if mode == RELEASED:
+            return any(k.kind == "agentic" for k in n.kids)  # type: ignore[union-attr]
+        return True
+
+    def _kids(self, n: Node, mode: int, indent: str, depth: int, out: list[str]) -> None:
+        expose = n.expose
+        if expose == "io" or mode == RELEASED:
+            self.items(n.kids, indent, depth, n in self.chain, out)  # type: ignore[arg-type]
+            return
+        # expose=llm shows the call's own model exchanges; full shows tool calls as well.
+        for k in n.kids:  # type: ignore[union-attr]
+            if k.kind == "agentic":
+                out.append(self.item(k, indent, depth))
+            elif k.kind == "llm" or expose == "full":
+                out.append(self._exchange(k, indent))
+
+    def _exchange(self, k: Node, indent: str) -> str:
+        inner = indent + "  "
+        label = "model" if k.kind == "llm" else "tool"
+        out = [f"{indent}- {label}: {scalar(k.function)}\n"]
+        if not k.state & ENDED:
+            a = k.attrs or {}
+            text, _ = input_of(k.kind, a)
+            if text is not None:
+                out.append(key_value("input", text, inner))
+            out.append(f"{inner}status: running\n")
+        else:
+            if k.input is not None:
+                out.append(key_value("input", k.input, inner))
+            if k.state & FAILED:
+                out.append(f"{inner}status: error\n")
+                out.append(key_value("error", k.error or "error", inner))
+            elif k.output is not None:
+                out.append(key_value("output", k.output, inner))
+        return "".join(out)
+
+    def _input(self, n: Node, indent: str, out: list[str]) -> None:
+        a = n.attrs
+        if not a:
+            return
+        text = a.get(s.INPUT_VALUE)
+        if text is None:
+            return
+        if a.get(s.INPUT_MIME) == s.MIME_JSON:
+            try:
+                value = _json.decode(text)
+            except (msgspec.DecodeError, TypeError):
+                value = str(text)
+            if value == {}:
+                return
+        else:
+            value = str(text)
+        value_lines("input", value, indent, out)

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tracing import setup
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    rt = setup(tmp_path / "events.jsonl")
+    yield rt
+    rt.close()
+
+
+def parse(text: str):
+    """The rendered tree as data (asserting it is valid YAML on the way)."""
+    return yaml.safe_load(text) if text else []
+
+
+def find(items, function):
+    """All nodes named ``function`` in a parsed tree, depth first."""
+    out = []
+    for item in items or []:
+        if item.get("function") == function:
+            out.append(item)
+        out.extend(find(item.get("children"), function))
+    return out
+
+
+def here_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if "# you are here" in line]
+    assert len(lines) == 1, text
+    return lines[0]

@@ -1,0 +1,134 @@
+"""Live state equals replayed state; a killed process leaves a log that replays."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from conftest import parse
+
+from projection import Projection
+from projection.events import LogHeader, decode
+from tracing import agentic
+from tracing.demo import run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
+    moments = []
+    log_path = runtime.log_path
+
+    def record(m):
+        moments.append((m, log_path.stat().st_size))
+
+    run(runtime, on_moment=record)
+    data = log_path.read_bytes()
+    assert len(moments) >= 10
+    for i, (m, size) in enumerate(moments):
+        prefix = tmp_path / f"prefix-{i}.jsonl"
+        prefix.write_bytes(data[:size])
+        replayed = Projection.from_log(prefix, recover=False)
+        assert replayed.tree(m.span_id) == m.tree, m.function
+
+    # the whole run: every view of the finished run is identical
+    full = Projection.from_log(log_path)
+    live = runtime.projection
+    assert full.sessions() == live.sessions()
+    for key in live.sessions():
+        assert full.session_tree(key) == live.session_tree(key)
+    for span_id, n in live.nodes.items():
+        if n.holds:
+            assert full.tree(span_id) == live.tree(span_id)
+
+
+def test_log_write_failures_are_kept_and_retried_in_order(runtime, monkeypatch):
+    log = runtime.processor.log
+    real = log.write
+    fail = {"left": 3}
+
+    def flaky(line):
+        if fail["left"]:
+            fail["left"] -= 1
+            raise OSError(28, "No space left on device")
+        real(line)
+
+    monkeypatch.setattr(log, "write", flaky)
+
+    @agentic
+    def leaf(i):
+        return i
+
+    @agentic
+    def parent():
+        for i in range(5):
+            leaf(i)
+
+    parent()
+    runtime.close()
+    replayed = Projection.from_log(runtime.log_path)
+    live = runtime.projection
+    key = live.sessions()[0]
+    assert replayed.session_tree(key) == live.session_tree(key)
+    assert replayed.events == live.events == 12
+
+
+KILLED = textwrap.dedent(
+    """
+    import sys
+    from tracing import agentic, setup
+
+    rt = setup(sys.argv[1])
+
+    @agentic
+    def step(i, payload):
+        return payload[::-1]
+
+    @agentic
+    def stage(n):
+        for i in range(50):
+            step(i, "x" * (i * 37 % 400))
+        return n
+
+    @agentic
+    def forever():
+        n = 0
+        while True:
+            stage(n)
+            n += 1
+            if n == 3:
+                print("ready", flush=True)
+
+    forever()
+    """
+)
+
+
+def test_sigkill_mid_run_leaves_a_replayable_log(tmp_path):
+    log_path = tmp_path / "events.jsonl"
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), str(log_path)], stdout=subprocess.PIPE, env=env)
+    assert proc.stdout.readline().strip() == b"ready"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+
+    data = log_path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    expected = [decode(line) for line in complete.splitlines()]  # every fully written record decodes
+    assert isinstance(expected[0], LogHeader)
+    p = Projection.from_log(log_path)
+    assert p.events == len(expected) - 1
+    assert all(d.torn for d in p.damage) and len(p.damage) <= 1
+    key = p.sessions()[0]
+    tree = parse(p.session_tree(key))
+    assert tree[0]["function"] == "forever" and tree[0]["status"] == "interrupted"
+    assert len(tree[0]["children"]) >= 3
+    assert tree[0]["children"][-1]["status"] == "interrupted"  # the stage that was running

@@ -1,0 +1,170 @@
+"""The span processor that feeds the projection, synchronously, on the thread that made the span.
+
+It must be synchronous: a call's context is assembled from the tree while the call runs, so
+the tree must already hold the call when its first line of user code executes. Being on the
+user's hot path, it does as little as possible: build the event, append it to the log, apply
+it to the fold, all under the projection's lock so the log's order is the fold's order. Any
+failure is logged and swallowed; it never reaches the user's function.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import StatusCode
+
+from projection import Projection
+from projection.events import SpanEnded, SpanStarted, encode
+from projection.log import EventLog
+
+log = logging.getLogger("callctx.processor")
+
+BACKLOG_LIMIT = 100_000
+_MISSING = object()
+
+
+def span_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """A plain-dict copy of a span's attributes (skipping the mapping proxy when we can)."""
+    raw = getattr(span, "_attributes", None)
+    inner = getattr(raw, "_dict", None)
+    if type(inner) is dict:
+        return inner.copy()
+    return dict(span.attributes or {})
+
+
+def error_text(span: ReadableSpan) -> str | None:
+    """The one-line reason of a failed span: the status text, else the recorded exception."""
+    desc = span.status.description
+    if desc:
+        return desc
+    for ev in reversed(span.events or ()):
+        if ev.name == "exception":
+            a = ev.attributes or {}
+            kind = a.get("exception.type", "")
+            msg = a.get("exception.message", "")
+            return f"{kind}: {msg}" if kind and msg else str(kind or msg or "exception")
+    return None
+
+
+class ProjectionProcessor(SpanProcessor):
+    """Turns span starts and ends into events, logs them, and folds them."""
+
+    def __init__(self, projection: Projection, log: EventLog | None = None) -> None:
+        self.projection = projection
+        self.log = log
+        # span id -> (hex id, start attributes) of running spans: the end records only what changed
+        self._open: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._last_trace: tuple[int, str] = (0, "")  # one tuple, so threads never see half of it
+        self._closed = False
+        self._backlog: deque[bytes] = deque()  # records the log refused (disk full...), retried first
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self._closed:
+            return
+        try:
+            ctx = span.get_span_context()
+            trace_hex = self._trace_hex(ctx.trace_id)
+            span_hex = format(ctx.span_id, "016x")
+            parent = span.parent
+            parent_hex = None
+            if parent is not None and parent.is_valid:
+                known = self._open.get(parent.span_id)
+                parent_hex = known[0] if known is not None else format(parent.span_id, "016x")
+            attrs = span_attributes(span)
+            self._open[ctx.span_id] = (span_hex, attrs)
+            self._emit(SpanStarted(trace_hex, span_hex, parent_hex, span.name, span.start_time or 0, attrs))
+        except Exception:
+            log.exception("callctx: could not record the start of span %r", getattr(span, "name", "?"))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._closed:
+            return
+        try:
+            ctx = span.get_span_context()
+            opened = self._open.pop(ctx.span_id, None)
+            if opened is not None:
+                span_hex, started = opened
+                # The span has ended, its attributes are frozen; values are immutable and kept by
+                # identity, so only those added or replaced since the start are recorded.
+                raw = getattr(getattr(span, "_attributes", None), "_dict", None)
+                items = raw.items() if type(raw) is dict else (span.attributes or {}).items()
+                attrs = {k: v for k, v in items if started.get(k, _MISSING) is not v}
+            else:
+                span_hex = format(ctx.span_id, "016x")
+                attrs = span_attributes(span)
+            code = span.status.status_code
+            failed = code is StatusCode.ERROR
+            self._emit(
+                SpanEnded(
+                    self._trace_hex(ctx.trace_id),
+                    span_hex,
+                    span.end_time or 0,
+                    "error" if failed else ("ok" if code is StatusCode.OK else "unset"),
+                    error_text(span) if failed else None,
+                    attrs,
+                )
+            )
+        except Exception:
+            log.exception("callctx: could not record the end of span %r", getattr(span, "name", "?"))
+
+    def _trace_hex(self, trace_id: int) -> str:
+        last = self._last_trace
+        if last[0] == trace_id:
+            return last[1]
+        text = format(trace_id, "032x")
+        self._last_trace = (trace_id, text)
+        return text
+
+    def _emit(self, event: SpanStarted | SpanEnded) -> None:
+        proj = self.projection
+        with proj.lock:
+            if self.log is not None:
+                line = encode(event)
+                if self._backlog:
+                    self._retry()
+                if self._backlog:
+                    self._keep(line)
+                else:
+                    try:
+                        self.log.write(line)
+                    except (OSError, ValueError) as e:
+                        log.error(
+                            "callctx: cannot append to the event log %s (%s); keeping records in memory",
+                            self.log.path,
+                            e,
+                        )
+                        self._keep(line)
+            proj.apply_locked(event)
+
+    def _keep(self, line: bytes) -> None:
+        if len(self._backlog) < BACKLOG_LIMIT:
+            self._backlog.append(line)
+        elif len(self._backlog) == BACKLOG_LIMIT:
+            log.error("callctx: %d records wait for the event log; dropping further ones", BACKLOG_LIMIT)
+            self._backlog.append(b"")  # marks the overflow so the message is logged once
+
+    def _retry(self) -> None:
+        while self._backlog:
+            line = self._backlog[0]
+            if line:
+                try:
+                    self.log.write(line)  # type: ignore[union-attr]
+                except (OSError, ValueError):
+                    return
+            self._backlog.popleft()
+
+    def shutdown(self) -> None:
+        self._closed = True
+        if self.log is not None:
+            with self.projection.lock:
+                self._retry()
+                if self._backlog:
+                    log.error("callctx: %d records could not be written to %s", len(self._backlog), self.log.path)
+            self.log.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
