@@ -14,10 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from projection import Projection
 from projection import schema as s

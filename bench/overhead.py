@@ -10,15 +10,12 @@ Target: @agentic with log and fold <= 1.6x the bare span.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from opentelemetry import context, trace
 from opentelemetry.sdk.trace import TracerProvider
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from projection import schema as s
 from tracing import active, agentic, setup

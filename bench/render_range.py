@@ -11,11 +11,7 @@ Target: time at 10,000 / time at 100 <= 1.5.
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from projection import Projection
 from projection import schema as s

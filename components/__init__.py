@@ -1,1 +1,31 @@
-"""callctx components: the context registry and assembler (built on the projection's call tree)."""
+"""callctx components: the context registry, the layered assembler and the built-in blocks."""
+
+from .assemble import assemble
+from .component import ContextComponent, Registry, RegistryError, always
+from .context import Context, Problem, Segment
+from .ctx import AgentInfo, Attachment, Ctx, DeferredTool, Environment, SessionBinding, Skill, ToolSpec, Turn
+from .defaults import default_registry
+from .memory import FileMemory, MemoryBackend
+
+__all__ = [
+    "AgentInfo",
+    "Attachment",
+    "Context",
+    "ContextComponent",
+    "Ctx",
+    "DeferredTool",
+    "Environment",
+    "FileMemory",
+    "MemoryBackend",
+    "Problem",
+    "Registry",
+    "RegistryError",
+    "Segment",
+    "SessionBinding",
+    "Skill",
+    "ToolSpec",
+    "Turn",
+    "always",
+    "assemble",
+    "default_registry",
+]

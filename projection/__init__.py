@@ -1,7 +1,18 @@
 """callctx projection: span events, the event log, the fold and the call-tree rendering."""
 
 from .events import Event, SpanEnded, SpanStarted
-from .fold import CallInfo, Projection
+from .fold import Projection
 from .log import EventLog, LogError, read_log
+from .view import CallInfo, TreeView
 
-__all__ = ["CallInfo", "Event", "EventLog", "LogError", "Projection", "SpanEnded", "SpanStarted", "read_log"]
+__all__ = [
+    "CallInfo",
+    "Event",
+    "EventLog",
+    "LogError",
+    "Projection",
+    "SpanEnded",
+    "SpanStarted",
+    "TreeView",
+    "read_log",
+]

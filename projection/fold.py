@@ -28,6 +28,7 @@ from . import schema as s
 from .dialects import Kind, classify, function_name, input_of, output_of
 from .events import Event, SpanEnded, SpanStarted
 from .log import Damage, read_log
+from .view import CallInfo, TreeView
 
 log = logging.getLogger("callctx.projection")
 
@@ -132,19 +133,6 @@ class Node(msgspec.Struct, eq=False, gc=False, repr_omit_defaults=True):
 
 def _sort_key(n: Node) -> tuple[int, str]:
     return (n.start_ns, n.span_id)
-
-
-class CallInfo(msgspec.Struct, frozen=True):
-    """What the turn needs to know about one call on the active chain."""
-
-    span_id: str
-    function: str
-    doc: str | None = None
-    position: str | None = None
-    output_contract: str | None = None
-    render_range: int | None = None
-    input: str | None = None
-    input_mime: str | None = None
 
 
 class Projection:
@@ -487,29 +475,35 @@ class Projection:
     def chain(self, span_id: str) -> list[CallInfo]:
         """The active chain from the root call down to the call ``span_id`` belongs to."""
         with self.lock:
-            n = self.holder(span_id)
-            out: list[CallInfo] = []
-            while type(n) is Node:
-                a = n.attrs or {}
-                text, mime = input_of(n.kind, a)
-                rr = a.get(s.RENDER_RANGE)
-                out.append(
-                    CallInfo(
-                        span_id=n.span_id,
-                        function=n.function,
-                        doc=a.get(s.DOC),
-                        position=a.get(s.POSITION),
-                        output_contract=a.get(s.OUTPUT_CONTRACT),
-                        render_range=rr if isinstance(rr, int) and rr >= 0 else None,
-                        input=text,
-                        input_mime=mime,
-                    )
+            return self._chain(self.holder(span_id))
+
+    @staticmethod
+    def _chain(n: Node | Tree | None) -> list[CallInfo]:
+        out: list[CallInfo] = []
+        while type(n) is Node:
+            a = n.attrs or _EMPTY
+            text, mime = input_of(n.kind, a)
+            rr = a.get(s.RENDER_RANGE)
+            out.append(
+                CallInfo(
+                    span_id=n.span_id,
+                    function=n.function,
+                    doc=a.get(s.DOC),
+                    position=a.get(s.POSITION),
+                    output_contract=a.get(s.OUTPUT_CONTRACT),
+                    render_range=rr if isinstance(rr, int) and rr >= 0 else None,
+                    input=text,
+                    input_mime=mime,
                 )
-                n = n.home
-            out.reverse()
-            return out
+            )
+            n = n.home
+        out.reverse()
+        return out
 
     def tree(self, span_id: str, *, render_range: int | None = None) -> str:
+        return self.view(span_id, render_range=render_range).text
+
+    def view(self, span_id: str, *, render_range: int | None = None) -> TreeView:
         """The call tree (YAML) as the call ``span_id`` sees it; ``# you are here`` marks it.
 
         ``render_range`` keeps, at each level of the viewer's path, only the last N finished
@@ -522,8 +516,8 @@ class Projection:
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
-                n = self.nodes[span_id]
-                return render_view(self, self._host(n), None, render_range)
+                chunks, cuts = render_view(self, self._host(self.nodes[span_id]), None, render_range)
+                return TreeView("".join(chunks), chunks, cuts, [])
             top: Node | Tree = viewer
             while type(top) is Node:
                 if render_range is None:  # the nearest range declared on the chain applies
@@ -531,7 +525,8 @@ class Projection:
                     if isinstance(rr, int) and rr >= 0:
                         render_range = rr
                 top = top.home
-            return render_view(self, top, viewer, render_range)
+            chunks, cuts = render_view(self, top, viewer, render_range)
+            return TreeView("".join(chunks), chunks, cuts, self._chain(viewer))
 
     def session_tree(self, key: str, *, render_range: int | None = None) -> str:
         """The whole tree of a session (conversation id) or trace, seen from outside any call."""
@@ -541,7 +536,7 @@ class Projection:
             tree = self.trees.get(key)
             if tree is None:
                 raise KeyError(f"no session or trace {key!r}")
-            return render_view(self, tree, None, render_range)
+            return "".join(render_view(self, tree, None, render_range)[0])
 
     def sessions(self) -> list[str]:
         with self.lock:

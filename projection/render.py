@@ -29,8 +29,16 @@ HERE = "  # you are here"
 _json = msgspec.json.Decoder()
 
 
-def render_view(proj: Projection, top: Tree, viewer: Node | None, render_range: int | None) -> str:
-    """The whole tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside)."""
+def render_view(
+    proj: Projection, top: Tree, viewer: Node | None, render_range: int | None
+) -> tuple[list[str], list[int]]:
+    """The tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside).
+
+    Returns the text as chunks (each ends with a newline; finished subtrees are whole chunks,
+    the same string objects from one render to the next) and, for each call on the viewer's
+    path from the root down, the offset where its lines begin: the stable boundaries of the
+    text, since everything before a call's first line is history that call cannot change.
+    """
     chain: set[Node] = set()
     n: Any = viewer
     while type(n) is Node:
@@ -40,11 +48,20 @@ def render_view(proj: Projection, top: Tree, viewer: Node | None, render_range: 
     r = _Renderer(proj, chain, viewer, render_range)
     out: list[str] = []
     r.items(top.tops, "", 0, bool(chain), out)
-    return "".join(out)
+    offsets: list[int] = []
+    pos = 0
+    marks = iter(r.marks)
+    mark = next(marks, None)
+    for i, chunk in enumerate(out):
+        while mark == i:
+            offsets.append(pos)
+            mark = next(marks, None)
+        pos += len(chunk)
+    return out, offsets
 
 
 class _Renderer:
-    __slots__ = ("chain", "gen", "proj", "render_range", "viewer")
+    __slots__ = ("chain", "gen", "marks", "proj", "render_range", "viewer")
 
     def __init__(self, proj: Projection, chain: set[Node], viewer: Node | None, render_range: int | None):
         self.proj = proj
@@ -52,6 +69,7 @@ class _Renderer:
         self.viewer = viewer
         self.render_range = render_range
         self.gen = proj.generation
+        self.marks: list[int] = []  # chunk index where each chain call begins, root first
 
     # -- lists ------------------------------------------------------------------------------
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
@@ -70,11 +88,11 @@ class _Renderer:
                         and (home.kids if type(home) is Node else home.tops) is kids
                         and (n.start_ns, n.span_id) < (first.start_ns, first.span_id)
                     ):
-                        out.append(self.item(n, indent, depth))
+                        self.item(n, indent, depth, out)
         for i in range(start, len(kids)):
             n = kids[i]
             if n.kind == "agentic":
-                out.append(self.item(n, indent, depth))
+                self.item(n, indent, depth, out)
 
     def _window(self, kids: list[Node], keep: int) -> int:
         """Index of the first call shown: the last ``keep`` finished calls and what follows."""
@@ -100,22 +118,27 @@ class _Renderer:
             return RELEASED
         return FINISHED
 
-    def item(self, n: Node, indent: str, depth: int) -> str:
+    def item(self, n: Node, indent: str, depth: int, out: list[str]) -> None:
         mode = self.mode(n)
         if n in self.chain:
-            return self.build(n, indent, depth, mode)
+            self.marks.append(len(out))
+            self.build(n, indent, depth, mode, out)
+            return
         key = (mode, indent, self.gen)
         memo = n.memo
         if memo is not None and memo[0] == key:
-            return memo[1]
-        text = self.build(n, indent, depth, mode)
+            out.append(memo[1])
+            return
+        buf: list[str] = []
+        self.build(n, indent, depth, mode, buf)
+        text = "".join(buf)
         n.memo = (key, text)
         if mode == RELEASED and n.kids:
             for k in n.kids:  # this text now contains theirs for good
                 k.memo = None
-        return text
+        out.append(text)
 
-    def build(self, n: Node, indent: str, depth: int, mode: int) -> str:
+    def build(self, n: Node, indent: str, depth: int, mode: int, out: list[str]) -> None:
         here = n is self.viewer
         inner = indent + "  "
         name = scalar(n.function)
@@ -125,10 +148,12 @@ class _Renderer:
         if mode == RELEASED and not show_kids and not here:
             status = "error" if failed else "done"
             if failed:
-                return f"{indent}- {{function: {name}, status: error, error: {scalar(n.error or 'error')}}}\n"
-            return f"{indent}- {{function: {name}, status: {status}}}\n"
+                out.append(f"{indent}- {{function: {name}, status: error, error: {scalar(n.error or 'error')}}}\n")
+            else:
+                out.append(f"{indent}- {{function: {name}, status: {status}}}\n")
+            return
 
-        out = [f"{indent}- function: {name}{HERE if here and mode != CHAIN else ''}\n"]
+        out.append(f"{indent}- function: {name}{HERE if here and mode != CHAIN else ''}\n")
         if mode == CHAIN:
             self._input(n, inner, out)
             status = "interrupted" if self.proj.recovered else "running"
@@ -150,7 +175,6 @@ class _Renderer:
             self._kids(n, mode, inner + "  ", depth + 1, out)
         elif kids and depth >= MAX_DEPTH:
             out.append(f"{inner}# deeper calls not shown\n")
-        return "".join(out)
 
     def _any_shown(self, n: Node, mode: int) -> bool:
         if mode == RELEASED:
@@ -165,7 +189,7 @@ class _Renderer:
         # expose=llm shows the call's own model exchanges; full shows tool calls as well.
         for k in n.kids:  # type: ignore[union-attr]
             if k.kind == "agentic":
-                out.append(self.item(k, indent, depth))
+                self.item(k, indent, depth, out)
             elif k.kind == "llm" or expose == "full":
                 out.append(self._exchange(k, indent))
 

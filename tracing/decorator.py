@@ -299,7 +299,7 @@ def _wrap_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
             except GeneratorExit:
                 _close(spec, span, gen.close, items)
                 raise
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - thrown in by the consumer: forwarded into the generator
                 thrown = e
 
     return call
@@ -344,7 +344,7 @@ def _wrap_async_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any
                     _detach(token)
                     _succeed(spec, span, _collected(items))
                 raise
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - thrown in by the consumer: forwarded into the generator
                 thrown = e
 
     return call

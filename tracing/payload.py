@@ -32,7 +32,7 @@ def to_json(value: Any) -> str:
     """JSON text of any value; unknown types by ``repr``, unencodable structures by ``repr``."""
     try:
         return _encoder.encode(value).decode()
-    except Exception:
+    except Exception:  # noqa: BLE001 - e.g. cycles, unsupported keys: fall back, never fail the call
         if isinstance(value, dict):
             return _encoder.encode({str(k): _safe(v) for k, v in value.items()}).decode()
         return _encoder.encode(repr(value)).decode()
@@ -42,7 +42,7 @@ def _safe(value: Any) -> Any:
     try:
         _encoder.encode(value)
         return value
-    except Exception:
+    except Exception:  # noqa: BLE001
         return repr(value)
 
 

@@ -1,0 +1,147 @@
+"""``assemble(ctx, registry) -> Context``: the rules, and nothing but the rules.
+
+Per layer: sort by order, drop false conditions, build, drop empty. Layout: tools, then the
+system part (first layer, then the second layer's project part), then the messages (the
+call tree, then the turn). Cache breakpoints after the tools, after the first layer, after
+the project part and after the call tree. A component that raises is skipped and reported;
+the assembly goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from opentelemetry import trace
+
+from . import tokens, turn
+from .component import ContextComponent, Registry
+from .context import Context, Problem, Section, Segment
+from .ctx import Ctx
+from .history import TreeText
+from .tools import schemas
+
+log = logging.getLogger("callctx.components")
+
+SEPARATOR = "\n\n"
+
+
+def _run(component: ContextComponent, ctx: Ctx, problems: list[Problem]) -> str | None:
+    try:
+        if not component.condition(ctx):
+            return None
+        text = component.build(ctx)
+    except Exception as e:  # noqa: BLE001 - one broken component must not take the request down
+        _report(component.name, e, problems)
+        return None
+    if text is not None and not isinstance(text, str):
+        _report(component.name, TypeError(f"build returned {type(text).__name__}, not str"), problems)
+        return None
+    return text if text and text.strip() else None
+
+
+def _report(name: str, error: BaseException, problems: list[Problem]) -> None:
+    message = f"{type(error).__name__}: {error}"
+    problems.append(Problem(name, message))
+    log.warning("callctx: context component %r failed and was skipped: %s", name, message)
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.add_event("callctx.component_failed", {"callctx.component": name, "exception.message": message})
+
+
+def _segment(
+    counter: tokens.TokenCounter, component: str, layer: str, section: Section, text: str, cacheable: bool
+) -> Segment:
+    if isinstance(text, TreeText):
+        body = text.strip("\n")
+        chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == text else [text + SEPARATOR]
+        cuts = sorted({0, *text.cuts})
+        blocks = [text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)], strict=True)]
+        blocks[-1] += SEPARATOR
+        blocks = [b for b in blocks if b]
+        return Segment(
+            component, layer, section, text + SEPARATOR, counter.count_chunks(chunks), cacheable, blocks=blocks
+        )
+    body = text.strip("\n") + SEPARATOR
+    return Segment(component, layer, section, body, counter.count(body), cacheable)
+
+
+def _mark_breakpoint(segments: list[Segment], start: int) -> None:
+    """Put a breakpoint after the last segment of the cacheable run starting at ``start``."""
+    last = None
+    for i in range(start, len(segments)):
+        if not segments[i].cacheable:
+            break
+        last = i
+    if last is not None:
+        s = segments[last]
+        segments[last] = Segment(
+            s.component, s.layer, s.section, s.text, s.tokens, s.cacheable, breakpoint=True, blocks=s.blocks
+        )
+
+
+def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.TokenCounter | None = None) -> Context:
+    """Build what the model sees for ``ctx`` (default registry: the built-ins and plugins).
+
+    ``counter`` defaults to the shared, memoizing counter of the model's encoding.
+    """
+    if registry is None:
+        from .defaults import default_registry
+
+        registry = default_registry()
+    if counter is None:
+        counter = tokens.counter(tokens.encoding_name_for(ctx.model))
+    problems: list[Problem] = []
+    segments: list[Segment] = []
+
+    tool_schemas: list[dict[str, Any]] = []
+    try:
+        tool_schemas = schemas(ctx)
+    except Exception as e:  # noqa: BLE001
+        _report("tools", e, problems)
+    if tool_schemas:
+        text = json.dumps(tool_schemas, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        segments.append(Segment("tools", "L0", "tools", text, counter.count(text), True, breakpoint=True))
+
+    start = len(segments)
+    for c in registry.layer("L0"):
+        text = _run(c, ctx, problems)
+        if text is not None:
+            segments.append(_segment(counter, c.name, "L0", "system", text, c.cacheable))
+    _mark_breakpoint(segments, start)
+
+    history: list[ContextComponent] = []
+    start = len(segments)
+    for c in registry.layer("L1"):
+        if c.history:
+            history.append(c)
+            continue
+        text = _run(c, ctx, problems)
+        if text is not None:
+            segments.append(_segment(counter, c.name, "L1", "system", text, c.cacheable))
+    _mark_breakpoint(segments, start)
+
+    start = len(segments)
+    for c in history:
+        text = _run(c, ctx, problems)
+        if text is not None:
+            segments.append(_segment(counter, c.name, "L1", "tree", text, c.cacheable))
+    _mark_breakpoint(segments, start)
+
+    # The turn: its fixed blocks, with any L2-registered components slotted in by order.
+    entries: list[tuple[int, int, str, str | None]] = []
+    for i, (name, order, build) in enumerate(turn.TURN_BLOCKS):
+        try:
+            text = build(ctx.turn)
+        except Exception as e:  # noqa: BLE001
+            _report(name, e, problems)
+            text = None
+        entries.append((order, i, name, text))
+    for j, c in enumerate(registry.layer("L2")):
+        entries.append((c.order, 100 + j, c.name, _run(c, ctx, problems)))
+    for _, _, name, text in sorted(entries, key=lambda e: (e[0], e[1])):
+        if text is not None and text.strip():
+            segments.append(_segment(counter, name, "L2", "turn", text, False))
+
+    return Context(tools=tool_schemas, segments=segments, problems=problems, encoding=counter.encoding_name)

@@ -1,0 +1,40 @@
+"""The call tree: the last block of the second layer, sent at the head of the messages.
+
+It grows at its tail and releases at its tail, so its prefix is stable from one call to the
+next. The text carries its chunks and cut points along (see :class:`TreeText`), so token
+counting reuses work and the wire can split it where a cache can split it.
+"""
+
+from __future__ import annotations
+
+from .component import ContextComponent
+from .ctx import Ctx
+
+OPEN = "<call_tree>\n"
+CLOSE = "</call_tree>"
+
+
+class TreeText(str):
+    """A ``str`` that also knows its chunks (newline-ended pieces whose token counts add up)
+    and its cuts (offsets where a call on the path begins)."""
+
+    chunks: list[str]
+    cuts: list[int]
+
+    def __new__(cls, chunks: list[str], cuts: list[int]) -> TreeText:
+        self = super().__new__(cls, "".join(chunks))
+        self.chunks = chunks
+        self.cuts = cuts
+        return self
+
+
+def call_tree(ctx: Ctx) -> str | None:
+    view = ctx.call_tree
+    if view is None or not view.text:
+        return None
+    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts])
+
+
+COMPONENTS = [
+    ContextComponent("call_tree", "L1", 1000, call_tree, condition=lambda ctx: ctx.call_tree is not None, history=True),
+]
