@@ -144,4 +144,7 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
         if text is not None and text.strip():
             segments.append(_segment(counter, name, "L2", "turn", text, False))
 
-    return Context(tools=tool_schemas, segments=segments, problems=problems, encoding=counter.encoding_name)
+    media = [a for a in ctx.turn.attachments if a.text is None and a.data is not None]
+    return Context(
+        tools=tool_schemas, segments=segments, problems=problems, encoding=counter.encoding_name, media=media
+    )

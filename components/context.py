@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .ctx import Attachment
+
 Section = Literal["tools", "system", "tree", "turn"]
 
 
@@ -41,6 +43,7 @@ class Context(msgspec.Struct, frozen=True):
     segments: list[Segment]
     problems: list[Problem]
     encoding: str
+    media: list[Attachment] = msgspec.field(default_factory=list)  # non-text attachments of the turn
 
     def section(self, name: Section) -> list[Segment]:
         return [s for s in self.segments if s.section == name]

@@ -32,7 +32,8 @@ def call_tree(ctx: Ctx) -> str | None:
     view = ctx.call_tree
     if view is None or not view.text:
         return None
-    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts])
+    # A cut at the very start would only split off the opening tag: not worth a block.
+    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts if c > 0])
 
 
 COMPONENTS = [

@@ -43,8 +43,16 @@ class LogHeader(msgspec.Struct, tag="log", tag_field="e", omit_defaults=True, fr
     created_ns: int = 0
 
 
+class Blob(msgspec.Struct, tag="blob", tag_field="e", frozen=True):
+    """A text stored once per log under its sha256 (what model calls were sent is recorded as
+    hashes of these)."""
+
+    hash: str
+    text: str
+
+
 Event = SpanStarted | SpanEnded
-Record = SpanStarted | SpanEnded | LogHeader
+Record = SpanStarted | SpanEnded | LogHeader | Blob
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -135,6 +136,25 @@ def _last_newline(f, size: int) -> int:
         if i >= 0:
             return pos + i + 1
     return 0
+
+
+_BLOB_LINE = re.compile(rb'^\{"e":"blob","hash":"([0-9a-f]{64})"', re.M)
+
+
+def blob_hashes(path: str | os.PathLike[str]) -> set[str]:
+    """The hashes of the texts a log already stores (a byte scan, no decoding)."""
+    found: set[str] = set()
+    try:
+        with open(path, "rb") as f:
+            tail = b""
+            while chunk := f.read(_CHUNK):
+                buf = tail + chunk
+                cut = buf.rfind(b"\n") + 1
+                found.update(h.decode() for h in _BLOB_LINE.findall(buf, 0, cut))
+                tail = buf[cut:]
+    except FileNotFoundError:
+        pass
+    return found
 
 
 def read_log(

@@ -73,26 +73,37 @@ class _Renderer:
 
     # -- lists ------------------------------------------------------------------------------
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
-        """Render a list of calls; on the chain, ``render_range`` keeps the last finished ones."""
+        """Render a list of calls (the tops of a tree)."""
+        shown, elided = self.select(kids, "io", False, on_chain)
+        if elided:
+            out.append(f"{indent}# earlier calls not shown\n")
+        for n in shown:
+            self.item(n, indent, depth, out)
+
+    def select(self, kids: list[Node], expose: str, released: bool, on_chain: bool) -> tuple[list[Node], bool]:
+        """The children shown, and whether older ones were left out by ``render_range``.
+
+        ``expose=llm`` adds the call's own model exchanges, ``full`` its tool calls too, while
+        the call is not released. On the viewer's path, ``render_range`` keeps the last
+        finished calls (and the path itself, however old).
+        """
+        if expose != "io" and not released:
+            return [k for k in kids if k.kind != "tool" or expose == "full"], False
         rr = self.render_range
-        start = 0
-        if on_chain and rr is not None:
-            start = self._window(kids, rr)
-            if start:
-                out.append(f"{indent}# earlier calls not shown\n")
-                first = kids[start]
-                for n in self.chain:  # a call on the path is always shown, however old
-                    home = n.home
-                    if (
-                        home is not None
-                        and (home.kids if type(home) is Node else home.tops) is kids
-                        and (n.start_ns, n.span_id) < (first.start_ns, first.span_id)
-                    ):
-                        self.item(n, indent, depth, out)
-        for i in range(start, len(kids)):
-            n = kids[i]
-            if n.kind == "agentic":
-                self.item(n, indent, depth, out)
+        start = self._window(kids, rr) if on_chain and rr is not None else 0
+        shown: list[Node] = []
+        if start:
+            first = kids[start]
+            for n in self.chain:  # a call on the path is always shown, however old
+                home = n.home
+                if (
+                    home is not None
+                    and (home.kids if type(home) is Node else home.tops) is kids
+                    and (n.start_ns, n.span_id) < (first.start_ns, first.span_id)
+                ):
+                    shown.append(n)
+        shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind == "agentic")
+        return shown, start > 0
 
     def _window(self, kids: list[Node], keep: int) -> int:
         """Index of the first call shown: the last ``keep`` finished calls and what follows."""
@@ -142,15 +153,16 @@ class _Renderer:
         here = n is self.viewer
         inner = indent + "  "
         name = scalar(n.function)
-        kids = n.kids
-        show_kids = bool(kids) and depth < MAX_DEPTH and self._any_shown(n, mode)
+        kids: list[Node] = []
+        elided = False
+        if n.kids and depth < MAX_DEPTH:
+            kids, elided = self.select(n.kids, n.expose, mode == RELEASED, n in self.chain)
         failed = n.state & FAILED
-        if mode == RELEASED and not show_kids and not here:
-            status = "error" if failed else "done"
+        if mode == RELEASED and not kids and not here:
             if failed:
                 out.append(f"{indent}- {{function: {name}, status: error, error: {scalar(n.error or 'error')}}}\n")
             else:
-                out.append(f"{indent}- {{function: {name}, status: {status}}}\n")
+                out.append(f"{indent}- {{function: {name}, status: done}}\n")
             return
 
         out.append(f"{indent}- function: {name}{HERE if here and mode != CHAIN else ''}\n")
@@ -170,28 +182,20 @@ class _Renderer:
                 out.append(key_value("output", n.output, inner))
         else:
             out.append(f"{inner}status: done\n")
-        if show_kids:
+        if kids:
             out.append(f"{inner}children:\n")
-            self._kids(n, mode, inner + "  ", depth + 1, out)
-        elif kids and depth >= MAX_DEPTH:
+            sub = inner + "  "
+            if elided:
+                out.append(f"{sub}# earlier calls not shown\n")
+            for k in kids:
+                if k.kind == "agentic":
+                    self.item(k, sub, depth + 1, out)
+                else:
+                    out.append(self._exchange(k, sub))
+        elif elided:
+            out.append(f"{inner}children: []  # earlier calls not shown\n")
+        elif n.kids and depth >= MAX_DEPTH and any(k.kind == "agentic" for k in n.kids):
             out.append(f"{inner}# deeper calls not shown\n")
-
-    def _any_shown(self, n: Node, mode: int) -> bool:
-        if mode == RELEASED:
-            return any(k.kind == "agentic" for k in n.kids)  # type: ignore[union-attr]
-        return True
-
-    def _kids(self, n: Node, mode: int, indent: str, depth: int, out: list[str]) -> None:
-        expose = n.expose
-        if expose == "io" or mode == RELEASED:
-            self.items(n.kids, indent, depth, n in self.chain, out)  # type: ignore[arg-type]
-            return
-        # expose=llm shows the call's own model exchanges; full shows tool calls as well.
-        for k in n.kids:  # type: ignore[union-attr]
-            if k.kind == "agentic":
-                self.item(k, indent, depth, out)
-            elif k.kind == "llm" or expose == "full":
-                out.append(self._exchange(k, indent))
 
     def _exchange(self, k: Node, indent: str) -> str:
         inner = indent + "  "

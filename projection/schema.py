@@ -51,5 +51,10 @@ POSITION: Final = "callctx.position"
 OUTPUT_CONTRACT: Final = "callctx.output_contract"
 SUMMARY: Final = "callctx.summary"
 AGENT: Final = "callctx.agent"
+TURN: Final = "callctx.turn"  # an implicit call wrapping a model call made outside any agentic call
+# on chat spans: the recorded context (a manifest of content hashes) and where the call was made
+CONTEXT: Final = "callctx.context"
+FUNCTION: Final = "callctx.function"
+CALL_PATH: Final = "callctx.call_path"
 
 EXPOSE_LEVELS: Final = ("io", "llm", "full", "hidden")

@@ -27,7 +27,7 @@ def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
     def record(m):
         moments.append((m, log_path.stat().st_size))
 
-    run(runtime, on_moment=record)
+    run(runtime, on_call=record)
     data = log_path.read_bytes()
     assert len(moments) >= 10
     for i, (m, size) in enumerate(moments):

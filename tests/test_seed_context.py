@@ -44,7 +44,7 @@ SEED_ORDER = [
 
 def seed_ctx(runtime, tmp_path):
     views = {}
-    run(runtime, on_moment=lambda m: views.setdefault(m.function, runtime.projection.view(m.span_id)))
+    run(runtime, on_call=lambda m: views.setdefault(m.function, runtime.projection.view(m.span_id)))
     view = views["_lit_decide"]
     ws = tmp_path / "OpenProgram"
     ws.mkdir()
@@ -96,7 +96,7 @@ def test_step1_situation_and_tree(runtime, tmp_path):
     assert "INSIDE the agentic function `_lit_decide`" in situation
     assert "Call path: research_agent → literature → _lit_decide" in situation
     assert "Job: Pick the next literature-stage action (seed_surveys / extract_framework / done)." in situation
-    assert "Your output will be parsed into a decision." in situation
+    assert "Your output will be parsed by the caller into a decision" in situation
     tree = c.segment("call_tree")
     assert tree.section == "tree" and tree.breakpoint
     assert "status: running  # you are here" in tree.text

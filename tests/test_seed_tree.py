@@ -8,8 +8,7 @@ from tracing.demo import run
 
 
 def _moments(runtime):
-    agent = run(runtime)
-    return agent.moments
+    return run(runtime)
 
 
 def _at(moments, function, nth=0):

@@ -53,7 +53,7 @@ def test_counts_are_memoized():
 
 def test_tree_chunk_counts_add_up_to_the_whole(runtime):
     views = []
-    run(runtime, on_moment=lambda m: views.append(runtime.projection.view(m.span_id)))
+    run(runtime, on_call=lambda m: views.append(runtime.projection.view(m.span_id)))
     for name in ("o200k_base", "cl100k_base"):
         c = tokens.TokenCounter(name)
         for v in views:

@@ -1,21 +1,25 @@
-"""``Agent``: a base class whose ``@agentic`` methods report under the agent's name.
+"""``Agent``: a base class whose ``@agentic`` methods ask the model as this agent.
 
 Methods keep their own names as the call tree's ``function`` (the tree is a program's call
-stack); the agent's name rides along as ``callctx.agent`` and later feeds the identity block.
+stack); the agent's name, id, role (the class docstring) and ``instructions`` (its inline
+prompt) feed the identity block of every context its methods assemble.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import active
 
 if TYPE_CHECKING:
+    from components.ctx import Attachment
+
     from .runtime import Runtime
 
 
-def _snake(name: str) -> str:
+def _kebab(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
@@ -25,12 +29,13 @@ class Agent:
     __callctx_agent__: ClassVar[bool] = True
     name: str = ""
     agent_id: str = "main"
+    instructions: str | None = None
 
     def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: Runtime | None = None):
         if name:
             self.name = name
         elif not self.name:
-            self.name = _snake(type(self).__name__)
+            self.name = _kebab(type(self).__name__)
         if agent_id:
             self.agent_id = agent_id
         self._runtime = runtime
@@ -41,6 +46,21 @@ class Agent:
         if rt is None:
             raise RuntimeError("no callctx runtime: call tracing.setup() first or pass runtime=")
         return rt
+
+    def exec(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Attachment] = (),
+    ) -> Any:
+        """``Runtime.exec`` as this agent."""
+        return self.runtime.exec(
+            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments, agent=self
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

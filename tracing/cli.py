@@ -1,30 +1,278 @@
-"""The ``callctx`` command line."""
+"""The ``callctx`` command line.
+
+Exit codes: 0 done; 1 a recorded request could not be rebuilt or did not verify; 2 bad
+input (no such log, not an event log, a call number out of range, an unknown provider).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from components import record, wire
+from components.context import Context, Segment
+from projection import LogError
+from projection.calls import ModelCall, read_calls
+from projection.log import Damage
+
+EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from . import demo
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
 
-    demo.main()
-    return 0
+
+# ---- reading a log ----------------------------------------------------------------------------
+def load_calls(path: str, err: TextIO) -> tuple[list[ModelCall], dict[str, str]]:
+    damage: list[Damage] = []
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"no event log at {p}")
+    try:
+        calls, blobs = read_calls(p, damage=damage)
+    except LogError as e:
+        raise CliError(str(e)) from None
+    bad = [d for d in damage if not d.torn]
+    if bad and not calls and not blobs:
+        raise CliError(f"{p} is not a callctx event log ({bad[0].reason} at line {bad[0].line})")
+    for d in damage[:5]:
+        err.write(f"warning: {p}: line {d.line}: {d.reason}; skipped\n")
+    if len(damage) > 5:
+        err.write(f"warning: {p}: {len(damage) - 5} more damaged records skipped\n")
+    return calls, blobs
+
+
+def pick(calls: list[ModelCall], n: int, path: str) -> ModelCall:
+    if not calls:
+        raise CliError(f"{path} records no model calls")
+    if not 1 <= n <= len(calls):
+        raise CliError(f"call {n} is out of range: {path} records calls 1 to {len(calls)}")
+    return calls[n - 1]
+
+
+def restored(call: ModelCall, blobs: dict[str, str]) -> tuple[record.Manifest, Context]:
+    if call.manifest is None:
+        raise CliError(
+            f"call {call.index} carries no recorded context (made by another instrumentation?)", EXIT_MISMATCH
+        )
+    try:
+        m = record.manifest(call.manifest)
+        context, _ = record.restore(m, blobs)
+    except record.RecordError as e:
+        raise CliError(f"cannot rebuild call {call.index}: {e}", EXIT_MISMATCH) from None
+    return m, context
+
+
+# ---- display ---------------------------------------------------------------------------------
+def share_cacheable(context: Context) -> float:
+    total = context.tokens
+    return context.cacheable_tokens / total if total else 0.0
+
+
+def format_context(context: Context, out: TextIO) -> None:
+    """The context as a person reads it: each block with its component, layer and tokens, and
+    where the cache breakpoints fall."""
+    tools = context.section("tools")
+    if tools:
+        t = tools[0]
+        names = ", ".join(x["name"] for x in context.tools)
+        out.write(f"── tools ({len(context.tools)}: {names}; {t.tokens} tokens)\n")
+        if t.breakpoint:
+            out.write("   ▲ cache breakpoint\n")
+    current = None
+    for seg in context.segments:
+        if seg.section == "tools":
+            continue
+        section = "system" if seg.section == "system" else "messages"
+        if section != current:
+            out.write(f"\n══ {section} ══\n")
+            current = section
+        out.write(f"── {seg.component} · {seg.layer} · {seg.tokens} tokens{'' if seg.cacheable else ' · not cached'}\n")
+        out.write(seg.text.rstrip("\n") + "\n")
+        if seg.breakpoint:
+            out.write("   ▲ cache breakpoint\n")
+    total = context.tokens
+    out.write(
+        f"\n{total:,} tokens, {context.cacheable_tokens:,} before the last breakpoint "
+        f"({share_cacheable(context):.0%} cacheable); encoding {context.encoding}\n"
+    )
+    for p in context.problems:
+        out.write(f"problem: component {p.component} failed: {p.error}\n")
+
+
+def _tree_of(context: Context) -> str:
+    seg: Segment | None = context.segment("call_tree")
+    if seg is None:
+        return ""
+    return seg.text.strip("\n").removeprefix("<call_tree>\n").removesuffix("</call_tree>")
+
+
+# ---- commands --------------------------------------------------------------------------------
+def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    calls, blobs = load_calls(args.log, err)
+    if not calls:
+        out.write(f"{args.log} records no model calls\n")
+        return EXIT_OK
+    out.write(f"{'#':>4}  {'function':<22} {'input tok':>9} {'cacheable':>9}  {'status':<7} call path\n")
+    for c in calls:
+        tokens = cacheable = "-"
+        if c.manifest:
+            try:
+                _, context = restored(c, blobs)
+                tokens, cacheable = f"{context.tokens:,}", f"{share_cacheable(context):.0%}"
+            except CliError as e:
+                err.write(f"warning: {e}\n")
+        name = c.function or "turn"
+        out.write(f"{c.index:>4}  {name:<22} {tokens:>9} {cacheable:>9}  {c.status:<7} {c.call_path or ''}\n")
+    return EXIT_OK
+
+
+def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    calls, blobs = load_calls(args.log, err)
+    call = pick(calls, args.at, args.log)
+    _, context = restored(call, blobs)
+    tree = _tree_of(context)
+    out.write(tree if tree else "(no call tree: a top-level turn with no history)\n")
+    return EXIT_OK
+
+
+def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    calls, blobs = load_calls(args.log, err)
+    call = pick(calls, args.at, args.log)
+    m, context = restored(call, blobs)
+    try:
+        body = record.rebuild(m, blobs)
+    except (record.RecordError, ValueError) as e:
+        raise CliError(f"cannot rebuild call {call.index}: {e}", EXIT_MISMATCH) from None
+    actual = wire.request_hash(body)
+    if actual != m.request:
+        raise CliError(
+            f"call {call.index}: the rebuilt request does not match what was sent "
+            f"(sha256 {actual[:16]}… vs recorded {m.request[:16]}…)",
+            EXIT_MISMATCH,
+        )
+    target = wire.resolve(args.provider) if args.provider else m.wire
+    if target != m.wire:
+        body = record.rebuild(m, blobs, target)
+    if args.json:
+        out.write(json.dumps(body, ensure_ascii=False, indent=2) + "\n")
+        return EXIT_OK
+    out.write(f"call {call.index}: {call.function or 'turn'}  ({call.call_path or 'top level'})\n")
+    note = "" if target == m.wire else f"; shown as {target}"
+    out.write(f"sent as {m.wire} to {m.params.model}{note}; request sha256 {m.request[:16]}… verified\n\n")
+    format_context(context, out)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from . import setup
+    from .demo import SKILLS, demo_workspace, run
+    from .execute import CallRecord
+    from .models import resolve
+    from .otlpfile import OtlpJsonFile
+
+    folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="callctx-demo-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = folder / "events.jsonl"
+    if log_path.exists():
+        log_path.unlink()
+    model = resolve(args.model) if args.model else None
+    workspace, memory = demo_workspace(folder)
+    rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS)
+    otlp = OtlpJsonFile(folder / "trace.otlp.json")
+    rt.provider.add_span_processor(SimpleSpanProcessor(otlp))
+    shown: list[CallRecord] = []
+
+    def progress(call: CallRecord) -> None:
+        tokens = call.context.tokens
+        cached = share_cacheable(call.context)
+        path = " → ".join(c.function for c in (rt.projection.chain(call.span_id) if call.span_id else []))
+        reply = call.reply
+        said = "asked for tools" if reply and reply.tool_calls else ("error" if reply is None else "answered")
+        out.write(f"\n[{call.index:>2}] {call.function or 'turn'}: {tokens:,} tokens, {cached:.0%} cacheable, {said}\n")
+        out.write(f"     path: {path}\n")
+        if not args.quiet:
+            for line in call.tree.splitlines():
+                out.write(f"     │ {line}\n")
+        shown.append(call)
+
+    out.write(
+        "callctx demo: the research agent, offline (scripted model)\n"
+        if model is None
+        else f"callctx demo: the research agent with {args.model}\n"
+    )
+    try:
+        run(rt, model=model, on_call=progress)
+    finally:
+        rt.close()
+    step = args.show or next((c.index for c in shown if c.function == "_lit_decide"), 1)
+    chosen = next((c for c in shown if c.index == step), None)
+    if chosen is not None:
+        out.write(f"\n═════ the full context of call {step} ({chosen.function}), as sent to the model ═════\n")
+        format_context(chosen.context, out)
+    out.write(
+        f"\n{len(shown)} model calls. Event log: {log_path}\nOTLP/JSON trace: {otlp.path}\n"
+        f"Look closer:  callctx calls {log_path}\n"
+        f"              callctx context {log_path} --at {step} [--provider openai|anthropic|gemini] [--json]\n"
+    )
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="callctx", description="Build what each LLM call sees from the agent's trace.")
     sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="run the research agent offline and show the call tree as it grows")
-    p.set_defaults(run=_demo)
+
+    p = sub.add_parser("demo", help="run the research agent (offline by default) and show what each call sees")
+    p.add_argument("--model", help="provider:model for a real model, e.g. anthropic:claude-sonnet-4-5 (needs its key)")
+    p.add_argument("--out", help="folder for the event log and the OTLP/JSON trace (default: a temporary folder)")
+    p.add_argument("--show", type=int, help="the call whose full context to print (default: the _lit_decide call)")
+    p.add_argument("--quiet", action="store_true", help="progress lines only, no trees")
+    p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser("calls", help="list every model call of an event log")
+    p.add_argument("log")
+    p.set_defaults(run=cmd_calls)
+
+    p = sub.add_parser("tree", help="the call tree call N saw")
+    p.add_argument("log")
+    p.add_argument("--at", type=int, required=True, metavar="N")
+    p.set_defaults(run=cmd_tree)
+
+    p = sub.add_parser("context", help="rebuild and verify the exact request of call N")
+    p.add_argument("log")
+    p.add_argument("--at", type=int, required=True, metavar="N")
+    p.add_argument("--provider", choices=[*wire.WIRES, *wire.ALIASES], help="show it in another provider's format")
+    p.add_argument("--json", action="store_true", help="print the request body as JSON")
+    p.set_defaults(run=cmd_context)
     return ap
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    quiet = logging.getLogger("callctx.log")  # damage is reported here, once, not by the reader too
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return args.run(args, out, err)
+    except CliError as e:
+        err.write(f"callctx: {e}\n")
+        return e.code
+    except BrokenPipeError:  # `callctx ... | head`
+        return EXIT_OK
+    finally:
+        quiet.setLevel(level)
 
 
 if __name__ == "__main__":

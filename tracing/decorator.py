@@ -366,3 +366,39 @@ def _close(spec: CallSpec, span: Span | None, close: Callable[[], None], items: 
         raise
     _detach(token)
     _succeed(spec, span, _collected(items))
+
+
+class traced_call:
+    """An agentic call made by the runtime itself (a top-level turn), as a context manager."""
+
+    def __init__(self, name: str, inputs: dict[str, Any], **attributes: Any) -> None:
+        def _stub() -> None:  # the spec only needs a name and a signature
+            return None
+
+        spec = _spec(
+            _stub,
+            name=name,
+            expose="io",
+            render_range=None,
+            position=None,
+            output=None,
+            summarize=None,
+            capture_io=True,
+        )
+        self.spec = CallSpec(spec.name, spec.span_name, {**spec.attributes, **attributes}, spec.binder, True, None)
+        self.inputs = inputs
+        self.output: Any = None
+        self._span: Span | None = None
+        self._token: object | None = None
+
+    def __enter__(self) -> traced_call:
+        self._span = _start(self.spec, (), self.inputs)
+        self._token = _attach(self._span)
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        _detach(self._token)
+        if exc is not None:
+            _fail(self.spec, self._span, exc)
+        else:
+            _succeed(self.spec, self._span, self.output)

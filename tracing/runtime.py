@@ -1,25 +1,37 @@
-"""``setup()`` and the ``Runtime`` it returns: the projection, its log and the tracer feeding them.
+"""``setup()`` and the ``Runtime`` it returns.
 
 ``setup`` joins the TracerProvider the program already has (so spans from other
 instrumentations fold into the same tree) or creates one, and adds the projection processor
-to it, synchronous, never behind a batch processor.
+to it: synchronous, never behind a batch processor. When an OTLP endpoint is configured it
+also adds a batch exporter, whose network work never runs on the caller's thread, and
+bounds how long the program waits for it at exit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
+from components import Registry, default_registry
+from components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
+from components.memory import MemoryBackend
 from projection import Projection
 from projection.fold import DEFAULT_OUTPUT_LIMIT
-from projection.log import EventLog, FsyncPolicy
+from projection.log import EventLog, FsyncPolicy, blob_hashes
 
-from . import active
+from . import active, otel
+from .execute import CallRecord, capture_default, execute, write_blobs
+from .models import Model, resolve
 from .processor import ProjectionProcessor
 
 log = logging.getLogger("callctx.runtime")
@@ -27,26 +39,60 @@ log = logging.getLogger("callctx.runtime")
 LOG_ENV = "CALLCTX_LOG"
 
 
+def _now() -> datetime:
+    return datetime.now().astimezone()
+
+
+@dataclass
+class Config:
+    """What ``Runtime.exec`` builds each context from (besides the call tree and the turn)."""
+
+    model: Model
+    agent: AgentInfo = field(default_factory=AgentInfo)
+    registry: Registry = field(default_factory=default_registry)
+    channel: str = "webui"
+    channel_limit: int | None = None
+    skills: tuple[Skill, ...] = ()
+    deferred_tools: tuple[DeferredTool, ...] = ()
+    memory: MemoryBackend | None = None
+    workspace: Path | None = None
+    workspace_policy: WorkspacePolicy = "warn"
+    cwd: Path | None = None
+    session: SessionBinding = field(default_factory=SessionBinding)
+    clock: Callable[[], datetime] = _now
+    max_tool_rounds: int = 8
+    capture_content: bool = False
+
+
 class Runtime:
-    """One agent program's view of its own execution: the live call tree and its log."""
+    """One agent program's view of its own execution: the live call tree, its log, its model."""
 
     def __init__(
         self,
         provider: TracerProvider,
         projection: Projection,
         processor: ProjectionProcessor,
+        config: Config,
         *,
         session_id: str | None = None,
         owns_provider: bool = False,
+        exit_timeout: float = 2.0,
     ) -> None:
         self.provider = provider
         self.projection = projection
         self.processor = processor
+        self.config = config
         self.session_id = session_id
         self.owns_provider = owns_provider
+        self.exit_timeout = exit_timeout
         self.tracer = provider.get_tracer(active.SCOPE)
+        self.observers: list[Callable[[CallRecord], None]] = []
+        self._calls = 0
+        self._calls_lock = threading.Lock()
+        self._blobs = blob_hashes(processor.log.path) if processor.log is not None else set()
         self._closed = False
 
+    # ---- the call tree ---------------------------------------------------------------------
     @property
     def log_path(self) -> Path | None:
         return self.processor.log.path if self.processor.log is not None else None
@@ -68,17 +114,76 @@ class Runtime:
             return self.projection.session_tree(self.session_id, render_range=render_range)
         return ""
 
+    # ---- model calls -----------------------------------------------------------------------
+    def exec(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Attachment] = (),
+        agent: Any = None,
+    ) -> Any:
+        """Ask the model from inside the current agentic call; returns its (validated) output.
+
+        The context is assembled from the live call tree; ``tools`` are Python functions the
+        model may call (an ``@agentic`` function is never offered to itself); ``schema`` (a
+        msgspec type or Struct) validates the output, with one retry that shows the model the
+        error. ``position`` / ``output`` override the call's declared position and output
+        contract. Outside any agentic call, the call is a top-level conversation turn.
+        """
+        return execute(
+            self,
+            prompt,
+            schema=schema,
+            tools=tools,
+            position=position,
+            output=output,
+            attachments=attachments,
+            agent=agent,
+        )
+
+    def on_call(self, observer: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
+        """Call ``observer`` after every model call (progress displays, tests)."""
+        self.observers.append(observer)
+        return observer
+
+    def notify(self, call: CallRecord) -> None:
+        for observer in list(self.observers):
+            try:
+                observer(call)
+            except Exception:
+                log.exception("callctx: a call observer failed")
+
+    def next_call_index(self) -> int:
+        with self._calls_lock:
+            self._calls += 1
+            return self._calls
+
+    def store_blobs(self, blobs: dict[str, str]) -> None:
+        """Write the texts of a recorded context the log does not hold yet."""
+        event_log = self.processor.log
+        if event_log is None or event_log.closed:
+            return
+        with self.projection.lock:
+            try:
+                write_blobs(event_log, self._blobs, blobs)
+            except OSError as e:
+                log.error("callctx: cannot record a context in %s: %s", event_log.path, e)
+
+    # ---- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
-        """Flush and close the log; shuts the provider down if this runtime created it."""
+        """Flush and close the log (and the exporter, within ``exit_timeout`` seconds)."""
         if self._closed:
             return
         self._closed = True
         if active.runtime is self:
             active.runtime = None
         if self.owns_provider:
-            self.provider.shutdown()
-        else:
-            self.processor.shutdown()
+            otel.shutdown_within(self.provider, self.exit_timeout)
+        self.processor.shutdown()
 
     def __enter__(self) -> Runtime:
         return self
@@ -90,18 +195,36 @@ class Runtime:
 def setup(
     log_path: str | os.PathLike[str] | None = None,
     *,
+    model: Model | str | None = None,
     provider: TracerProvider | None = None,
     session_id: str | None = None,
+    agent: AgentInfo | None = None,
+    registry: Registry | None = None,
+    channel: str = "webui",
+    channel_limit: int | None = None,
+    skills: Sequence[Skill] = (),
+    deferred_tools: Sequence[DeferredTool] = (),
+    memory: MemoryBackend | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    workspace_policy: WorkspacePolicy = "warn",
+    clock: Callable[[], datetime] | None = None,
+    endpoint: str | None = None,
+    exit_timeout: float = 2.0,
+    capture_content: bool | None = None,
+    max_tool_rounds: int = 8,
     fsync: FsyncPolicy = "never",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
 ) -> Runtime:
     """Start recording agentic calls; returns the active :class:`Runtime`.
 
-    ``log_path`` (default: ``$CALLCTX_LOG``, else no log) is the append-only event log the
-    tree can be rebuilt from. ``provider``: the TracerProvider to join; by default the global
-    one when it is an SDK provider, else a new one that becomes the global provider.
-    ``session_id`` groups every root call of this runtime into one tree
-    (``gen_ai.conversation.id``).
+    ``log_path`` (default ``$CALLCTX_LOG``, else no log) is the append-only event log the
+    tree and every model call can be rebuilt from. ``model``: a client or ``provider:model``
+    (default: the offline scripted model). ``provider``: the TracerProvider to join; by
+    default the global one when it is an SDK provider, else a new one that becomes global.
+    ``endpoint`` (or ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``) adds a batch OTLP exporter
+    (``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` or ``grpc``); the program waits at
+    most ``exit_timeout`` seconds for it at exit. ``session_id`` groups every root call of
+    this runtime into one tree (``gen_ai.conversation.id``).
     """
     path = log_path if log_path is not None else os.environ.get(LOG_ENV) or None
     event_log = EventLog(path, fsync=fsync) if path else None
@@ -114,14 +237,39 @@ def setup(
         if isinstance(current, TracerProvider) and not getattr(current, "_callctx_owned", False):
             provider = current
         else:
-            provider = TracerProvider(resource=Resource.create())
+            provider = TracerProvider(resource=Resource.create(), shutdown_on_exit=False)
             provider._callctx_owned = True  # type: ignore[attr-defined]
             owns = True
             if not isinstance(current, TracerProvider):
                 trace.set_tracer_provider(provider)
     provider.add_span_processor(processor)
+    if owns:
+        exporter = otel.exporter_from_env(endpoint)
+        if exporter is not None:
+            otel.add_batch_exporter(provider, exporter)
 
-    rt = Runtime(provider, projection, processor, session_id=session_id, owns_provider=owns)
+    chosen = resolve(model)
+    config = Config(
+        model=chosen,
+        agent=agent or AgentInfo(),
+        registry=registry if registry is not None else default_registry(),
+        channel=channel,
+        channel_limit=channel_limit,
+        skills=tuple(skills),
+        deferred_tools=tuple(deferred_tools),
+        memory=memory,
+        workspace=Path(workspace).resolve() if workspace is not None else None,
+        workspace_policy=workspace_policy,
+        session=SessionBinding(session_id=session_id, model=chosen.params.model),
+        clock=clock or _now,
+        max_tool_rounds=max_tool_rounds,
+        capture_content=capture_default() if capture_content is None else capture_content,
+    )
+    rt = Runtime(
+        provider, projection, processor, config, session_id=session_id, owns_provider=owns, exit_timeout=exit_timeout
+    )
+    if owns:
+        otel.close_at_exit(rt)
     previous = active.runtime
     if previous is not None and not previous._closed:
         log.info("callctx: a new runtime replaces the active one")

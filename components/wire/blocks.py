@@ -1,0 +1,53 @@
+"""Grouping segments into the text blocks a request carries, at the cache breakpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..context import Context, Segment
+
+
+@dataclass(frozen=True)
+class Block:
+    text: str
+    cache: bool  # a cache breakpoint closes this block
+
+
+def system_blocks(context: Context) -> list[Block]:
+    """System segments joined into blocks, each closed by a breakpoint (the rest, unmarked)."""
+    out: list[Block] = []
+    buf: list[str] = []
+    for s in context.segments:
+        if s.section != "system":
+            continue
+        buf.append(s.text)
+        if s.breakpoint:
+            out.append(Block("".join(buf), True))
+            buf = []
+    if buf:
+        out.append(Block("".join(buf), False))
+    return out
+
+
+def tree_blocks(context: Context) -> list[Block]:
+    """The call tree split where a cache can split it; the breakpoint goes on the last block
+    the next call will repeat unchanged: everything before the current call's own lines."""
+    segs: list[Segment] = [s for s in context.segments if s.section == "tree"]
+    out: list[Block] = []
+    for s in segs:
+        parts = s.blocks or [s.text]
+        mark = len(parts) - 2 if len(parts) >= 2 else len(parts) - 1
+        out.extend(Block(p, s.breakpoint and i == mark) for i, p in enumerate(parts))
+    return out
+
+
+def turn_text(context: Context) -> str:
+    return "".join(s.text for s in context.segments if s.section == "turn")
+
+
+def system_text(context: Context) -> str:
+    return "".join(s.text for s in context.segments if s.section == "system")
+
+
+def tree_text(context: Context) -> str:
+    return "".join(s.text for s in context.segments if s.section == "tree")

@@ -1,0 +1,87 @@
+"""Gemini through the official ``google-genai`` SDK.
+
+The runtime builds the wire body (camelCase, as the API receives it); here it is handed to
+``generate_content`` as contents plus a config, which the SDK turns back into that body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.wire.exchange import ToolCall
+from components.wire.params import Params
+
+from .base import ModelError, ModelRequest, Reply, Usage
+
+
+def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """``generate_content`` keyword arguments (minus ``model``) that make the SDK send ``body``."""
+    config: dict[str, Any] = {}
+    if "systemInstruction" in body:
+        config["system_instruction"] = body["systemInstruction"]
+    if "tools" in body:
+        config["tools"] = body["tools"]
+    gen = body.get("generationConfig") or {}
+    if "maxOutputTokens" in gen:
+        config["max_output_tokens"] = gen["maxOutputTokens"]
+    if "temperature" in gen:
+        config["temperature"] = gen["temperature"]
+    config["automatic_function_calling"] = {"disable": True}
+    return {"contents": body["contents"], "config": config}
+
+
+class Gemini:
+    wire = "gemini"
+    provider = "gcp.gemini"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
+        if client is None:
+            try:
+                from google import genai
+                from google.genai import types
+            except ImportError as e:  # pragma: no cover - depends on the extra
+                raise ImportError("the Gemini client needs the extra: pip install 'callctx[gemini]'") from e
+            client = genai.Client(api_key=api_key, http_options=types.HttpOptions(timeout=int(timeout * 1000)))
+        self.client = client
+
+    def complete(self, request: ModelRequest) -> Reply:
+        from google.genai import errors
+
+        try:
+            r = self.client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
+        except errors.APIError as e:
+            code = getattr(e, "code", None)
+            raise ModelError("gemini", str(e), status=code, retryable=code in (429, 500, 503)) from e
+        except Exception as e:  # the SDK lets transport errors through unwrapped
+            if type(e).__module__.startswith(("httpx", "httpcore")):
+                raise ModelError("gemini", f"{type(e).__name__}: {e}", retryable=True) from e
+            raise
+        parts = r.candidates[0].content.parts if r.candidates and r.candidates[0].content else []
+        texts = [p.text for p in parts or () if getattr(p, "text", None)]
+        calls = [
+            ToolCall(id=f"call_{i}", name=p.function_call.name, arguments=dict(p.function_call.args or {}))
+            for i, p in enumerate(parts or ())
+            if getattr(p, "function_call", None)
+        ]
+        m = r.usage_metadata
+        usage = (
+            Usage(
+                input=m.prompt_token_count or 0,
+                output=m.candidates_token_count or 0,
+                cache_read=m.cached_content_token_count or 0,
+            )
+            if m
+            else Usage()
+        )
+        finish = r.candidates[0].finish_reason if r.candidates else None
+        return Reply("".join(texts) if texts else None, calls, usage, r.model_version, str(finish) if finish else None)

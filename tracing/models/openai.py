@@ -1,0 +1,127 @@
+"""OpenAI (and any OpenAI-compatible server: vLLM, Ollama, LM Studio) through the official SDK.
+
+``base_url`` points it at another server. The body the runtime built is passed as the
+keyword arguments of ``chat.completions.create`` / ``responses.create``: the SDK sends it
+unchanged, so what the log recorded is what went over the wire.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from components.wire.exchange import ToolCall
+from components.wire.params import Params
+
+from .base import ModelError, ModelRequest, Reply, Usage
+
+
+def _client(client: Any, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+    if client is not None:
+        return client
+    try:
+        import openai
+    except ImportError as e:  # pragma: no cover - depends on the extra
+        raise ImportError("the OpenAI client needs the extra: pip install 'callctx[openai]'") from e
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
+
+def _error(e: Exception) -> ModelError:
+    status = getattr(e, "status_code", None)
+    retryable = status in (408, 409, 429) or (status is not None and status >= 500) or status is None
+    return ModelError("openai", str(e), status=status, retryable=retryable)
+
+
+class OpenAIChat:
+    """Chat Completions."""
+
+    wire = "openai-chat"
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
+        self.client = _client(client, api_key, base_url, timeout, max_retries)
+
+    def complete(self, request: ModelRequest) -> Reply:
+        import openai
+
+        try:
+            r = self.client.chat.completions.create(**request.body)
+        except openai.APIError as e:
+            raise _error(e) from e
+        choice = r.choices[0]
+        msg = choice.message
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=_args(c.function.arguments)) for c in msg.tool_calls or ()
+        ]
+        u = r.usage
+        cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None) or 0 if u else 0
+        usage = Usage(input=u.prompt_tokens, output=u.completion_tokens, cache_read=cached) if u else Usage()
+        return Reply(msg.content, calls, usage, r.model, choice.finish_reason)
+
+
+class OpenAIResponses:
+    """The Responses API."""
+
+    wire = "openai-responses"
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
+        self.client = _client(client, api_key, base_url, timeout, max_retries)
+
+    def complete(self, request: ModelRequest) -> Reply:
+        import openai
+
+        try:
+            r = self.client.responses.create(**request.body)
+        except openai.APIError as e:
+            raise _error(e) from e
+        calls = [
+            ToolCall(id=item.call_id, name=item.name, arguments=_args(item.arguments))
+            for item in r.output
+            if getattr(item, "type", None) == "function_call"
+        ]
+        u = r.usage
+        usage = Usage()
+        if u is not None:
+            details = getattr(u, "input_tokens_details", None)
+            usage = Usage(
+                input=u.input_tokens,
+                output=u.output_tokens,
+                cache_read=getattr(details, "cached_tokens", 0) or 0,
+                cache_write=getattr(details, "cache_write_tokens", 0) or 0,
+            )
+        return Reply(r.output_text or None, calls, usage, r.model, r.status)
+
+
+def _args(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {"_raw": text}
+    return value if isinstance(value, dict) else {"value": value}

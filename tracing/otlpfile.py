@@ -1,0 +1,46 @@
+"""An exporter that writes the trace as an OTLP/JSON file, for backends that load files
+(Jaeger's UI, ``callctx import``, the Collector's file receiver)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from projection.otlpjson import ids_to_hex
+
+
+class OtlpJsonFile(SpanExporter):
+    """Collects spans and writes them as one OTLP/JSON trace request at shutdown (or flush)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._spans: list[ReadableSpan] = []
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self._spans.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def write(self) -> Path:
+        with self._lock:
+            spans = sorted(self._spans, key=lambda s: (s.start_time or 0, s.context.span_id))
+        message = ids_to_hex(MessageToDict(encode_spans(spans), use_integers_for_enums=True))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(message, ensure_ascii=False) + "\n", encoding="utf-8")
+        return self.path
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        self.write()
+        return True
+
+    def shutdown(self) -> None:
+        self.write()
