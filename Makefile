@@ -3,23 +3,32 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test extras lint bench clean
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(BIN)/.test: $(BIN)/.base
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-demo: $(BIN)/.installed
+demo: $(BIN)/.base
 	$(BIN)/callctx demo
 
-test: $(BIN)/.installed
+test: $(BIN)/.test
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(BIN)/.installed
+# Optional: the foreign tracing libraries and Arize Phoenix, each in .venv-extra/<name>.
+# Their tests run when these exist and are skipped otherwise.
+extras:
+	bash .ci/extras
+
+bench: $(BIN)/.test
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-extra .pytest_cache .hypothesis

@@ -1,4 +1,5 @@
-"""Reading spans written by anyone: our own, GenAI-convention and OpenInference instrumentations.
+"""Reading spans written by anyone: our own, the GenAI conventions, OpenInference, Langfuse
+and OpenLLMetry (Traceloop).
 
 The fold needs five facts about a span: its kind (agentic / llm / tool / other), the function
 name, its input, its output and the session it belongs to. Each dialect stores them under
@@ -30,11 +31,33 @@ _BY_OPENINFERENCE: dict[str, Kind] = {
     "TOOL": "tool",
 }
 
+# Langfuse's ``@observe()`` marks user functions as plain "span" observations: they are the
+# program's calls, so they fold like agentic calls.
+_BY_LANGFUSE: dict[str, Kind] = {
+    "agent": "agentic",
+    "chain": "agentic",
+    "span": "agentic",
+    "generation": "llm",
+    "tool": "tool",
+}
+_BY_TRACELOOP: dict[str, Kind] = {"workflow": "agentic", "agent": "agentic", "task": "agentic", "tool": "tool"}
+
+LANGFUSE_TYPE = "langfuse.observation.type"
+LANGFUSE_INPUT = "langfuse.observation.input"
+LANGFUSE_OUTPUT = "langfuse.observation.output"
+TRACELOOP_KIND = "traceloop.span.kind"
+TRACELOOP_NAME = "traceloop.entity.name"
+TRACELOOP_INPUT = "traceloop.entity.input"
+TRACELOOP_OUTPUT = "traceloop.entity.output"
+SESSION_KEYS = (s.CONVERSATION, "session.id", "traceloop.association.properties.session_id")
+
 _NAME_PREFIXES = ("invoke_agent ", "invoke_workflow ", "execute_tool ", "chat ")
+_TRACELOOP_SUFFIXES = (".workflow", ".task", ".agent", ".tool")
 
 
 def classify(name: str, attrs: dict[str, Any]) -> Kind:
-    """The span's kind. Our own spans carry both keys; foreign ones carry either."""
+    """The span's kind. Our own spans carry both GenAI and OpenInference keys; foreign ones
+    carry one dialect's."""
     op = attrs.get(s.OPERATION)
     if op is not None:
         kind = _BY_OPERATION.get(op)
@@ -45,17 +68,33 @@ def classify(name: str, attrs: dict[str, Any]) -> Kind:
         kind = _BY_OPENINFERENCE.get(str(oi).upper())
         if kind is not None:
             return kind
+    lf = attrs.get(LANGFUSE_TYPE)
+    if lf is not None:
+        return _BY_LANGFUSE.get(str(lf).lower(), "other")
+    tl = attrs.get(TRACELOOP_KIND)
+    if tl is not None:
+        return _BY_TRACELOOP.get(str(tl).lower(), "other")
     return "other"
+
+
+def conversation(attrs: dict[str, Any]) -> str | None:
+    """The session a span belongs to, in any dialect."""
+    for key in SESSION_KEYS:
+        value = attrs.get(key)
+        if value:
+            return str(value)
+    return None
 
 
 def function_name(name: str, kind: Kind, attrs: dict[str, Any]) -> str:
     """The name shown as ``function`` (or ``tool`` / ``model``) in the tree."""
     if kind == "agentic":
-        agent = attrs.get(s.AGENT_NAME)
+        # OpenLLMetry copies gen_ai.agent.name onto every span under an agent: its own name wins.
+        agent = attrs.get(TRACELOOP_NAME) or attrs.get(s.AGENT_NAME)
         if agent:
             return agent if type(agent) is str else str(agent)
     elif kind == "tool":
-        tool = attrs.get(s.TOOL_NAME)
+        tool = attrs.get(s.TOOL_NAME) or attrs.get(TRACELOOP_NAME)
         if tool:
             return str(tool)
     elif kind == "llm":
@@ -66,6 +105,8 @@ def function_name(name: str, kind: Kind, attrs: dict[str, Any]) -> str:
         for prefix in _NAME_PREFIXES:
             if name.startswith(prefix):
                 return name[len(prefix) :]
+    if TRACELOOP_KIND in attrs and name.endswith(_TRACELOOP_SUFFIXES):
+        return name.rsplit(".", 1)[0]
     return name
 
 
@@ -74,6 +115,11 @@ def input_of(kind: Kind, attrs: dict[str, Any]) -> tuple[str | None, str | None]
     value = attrs.get(s.INPUT_VALUE)
     if value is not None:
         return str(value), attrs.get(s.INPUT_MIME)
+    value = attrs.get(LANGFUSE_INPUT)
+    if value is None:
+        value = attrs.get(TRACELOOP_INPUT)
+    if value is not None:
+        return str(value), s.MIME_JSON  # both write {"args": [...], "kwargs": {...}}
     if kind == "tool":
         args = attrs.get(s.TOOL_ARGUMENTS)
         if args is not None:
@@ -86,6 +132,12 @@ def output_of(kind: Kind, attrs: dict[str, Any]) -> tuple[str | None, str | None
     value = attrs.get(s.OUTPUT_VALUE)
     if value is not None:
         return str(value), attrs.get(s.OUTPUT_MIME)
+    value = attrs.get(TRACELOOP_OUTPUT)
+    if value is not None:
+        return str(value), s.MIME_JSON  # always json.dumps(result): strings arrive quoted
+    value = attrs.get(LANGFUSE_OUTPUT)
+    if value is not None:
+        return str(value), None  # a string raw, anything else JSON
     if kind == "tool":
         result = attrs.get(s.TOOL_RESULT)
         if result is not None:

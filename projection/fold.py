@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from . import schema as s
-from .dialects import Kind, classify, function_name, input_of, output_of
+from .dialects import Kind, classify, conversation, function_name, input_of, output_of
 from .events import Event, SpanEnded, SpanStarted
 from .log import Damage, read_log
 from .view import CallInfo, TreeView
@@ -263,7 +263,7 @@ class Projection:
                 n.state |= HOLDS | VISIBLE
         elif kind != "other":
             n.state |= VISIBLE
-        conv = attrs.get(s.CONVERSATION)
+        conv = conversation(attrs)
         if conv is not None:
             n.conv = self._intern(str(conv))
         if n.state & ENDED:  # the end came first: finish now that we know what this is
@@ -419,13 +419,10 @@ class Projection:
         if n.holds or not n.subs:
             return
         stack = list(n.subs)
-        target: Node | Tree | None = None
         while stack:
             c = stack.pop()
             if c.visible:
-                if target is None:
-                    target = self._host(c)
-                self._move(c, target)
+                self._move(c, self._host(c))  # per call: a top's own session id picks its tree
             if not c.holds and c.subs:
                 stack.extend(c.subs)
 
@@ -436,6 +433,8 @@ class Projection:
         if old is not None:
             lst = old.kids if type(old) is Node else old.tops
             lst.remove(n)
+            if not lst and type(old) is Tree:
+                del self.trees[old.key]  # a provisional top moved under its late parent
             self._touch(old)
         if type(target) is Node:
             lst = target.kids

@@ -221,16 +221,26 @@ class _Renderer:
         a = n.attrs
         if not a:
             return
-        text = a.get(s.INPUT_VALUE)
+        text, mime = input_of(n.kind, a)
         if text is None:
             return
-        if a.get(s.INPUT_MIME) == s.MIME_JSON:
+        value: Any = text
+        if mime == s.MIME_JSON:
             try:
                 value = _json.decode(text)
             except (msgspec.DecodeError, TypeError):
-                value = str(text)
+                value = text
+            value = _unwrap_call(value)
             if value == {}:
                 return
-        else:
-            value = str(text)
         value_lines("input", value, indent, out)
+
+
+def _unwrap_call(value: Any) -> Any:
+    """``{"args": [...], "kwargs": {...}}`` (Langfuse, OpenLLMetry) as the arguments themselves."""
+    if isinstance(value, dict) and set(value) == {"args", "kwargs"} and isinstance(value["kwargs"], dict):
+        args = value["args"]
+        if not args:
+            return value["kwargs"]
+        return {"args": args, **value["kwargs"]} if isinstance(args, list) else value
+    return value

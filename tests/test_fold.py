@@ -83,6 +83,7 @@ def _build(shape, conversation=None):
         expose = ("io", "llm", "full", "hidden", "io")[i[0] % 5]
         if i[0] % 11 == 0:
             unended.add(name)
+        attrs = {s.CONVERSATION: f"conv-{i[0] % 3}"} if i[0] % 4 == 0 else None  # sessions set mid-tree
         return lambda bb, parent: bb.span(
             name,
             parent,
@@ -91,6 +92,7 @@ def _build(shape, conversation=None):
             status=status,
             error="E: x" if status == "error" else None,
             expose=expose,
+            attrs=attrs,
             children=[make(c) for c in children],
         )
 
@@ -100,7 +102,7 @@ def _build(shape, conversation=None):
     return [e for e in b.events if not (isinstance(e, SpanEnded) and starts[e.span_id] in unended)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), dup=st.floats(0, 1))
 def test_any_permutation_or_duplication_folds_to_the_same_tree(shape, seed, dup):
     events = _build(shape)

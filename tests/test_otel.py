@@ -36,10 +36,12 @@ class Sink(BaseHTTPRequestHandler):
         if self.hang is not None:
             self.hang.wait(30)
         self.bodies.append(body)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.end_headers()
-        self.wfile.write(b"")
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+        except OSError:  # the exporter gave up waiting
+            pass
 
     def log_message(self, *args):
         pass
@@ -120,12 +122,30 @@ SLOW_EXIT = textwrap.dedent(
     def work(i):
         return i
 
-    t0 = time.perf_counter()
-    for i in range(200):
+    for i in range(200):  # warm up
         work(i)
-    print(f"{(time.perf_counter() - t0) / 200 * 1e3:.3f}", flush=True)
+    t0 = time.perf_counter()
+    for i in range(2000):
+        work(i)
+    print(f"{(time.perf_counter() - t0) / 2000 * 1e3:.4f}", flush=True)
     """
 )
+
+
+def _run_slow_exit(tmp_path, endpoint, name):
+    script = tmp_path / "slow_exit.py"
+    script.write_text(SLOW_EXIT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env["PYTHONPATH"] = str(ROOT)
+    if endpoint:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / f"{name}.jsonl"), "1.0"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return time.monotonic() - t0, float(proc.stdout.strip())
 
 
 @pytest.mark.parametrize("where", ["down", "hanging"])
@@ -136,21 +156,12 @@ def test_an_unreachable_endpoint_does_not_hold_the_exit(sink, tmp_path, where):
     else:
         handler.hang = threading.Event()  # accepts, never answers
         endpoint = f"http://127.0.0.1:{server.server_port}"
-    script = tmp_path / "slow_exit.py"
-    script.write_text(SLOW_EXIT)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "events.jsonl"), "1.0"],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    elapsed = time.monotonic() - t0
-    assert proc.returncode == 0, proc.stderr
-    assert elapsed < 1.0 + 6.0, elapsed  # interpreter start + the 1 s bound, not the exporter's retries
-    per_call_ms = float(proc.stdout.strip())
-    assert per_call_ms < 5, per_call_ms  # export happens off the caller's thread
+    baseline_s, baseline_ms = _run_slow_exit(tmp_path, None, "baseline")
+    elapsed, per_call_ms = _run_slow_exit(tmp_path, endpoint, "events")
+    assert elapsed < baseline_s + 1.0 + 3.0, (elapsed, baseline_s)  # the 1 s bound, not the exporter's retries
+    assert per_call_ms - baseline_ms < 1.0, (per_call_ms, baseline_ms)  # export never runs on the caller's thread
     p = Projection.from_log(tmp_path / "events.jsonl")
-    assert p.events == 400  # the local log is complete
+    assert p.events == 2 * 2200  # the local log is complete
 
 
 INSTRUMENTED = textwrap.dedent(

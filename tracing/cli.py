@@ -191,6 +191,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS)
     otlp = OtlpJsonFile(folder / "trace.otlp.json")
     rt.provider.add_span_processor(SimpleSpanProcessor(otlp))
+    rt.send_texts = True  # the OTLP file carries what each call was sent, like an exporter would
     shown: list[CallRecord] = []
 
     def progress(call: CallRecord) -> None:
@@ -228,6 +229,114 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def context_view(manifest_json: str, blobs: dict[str, str]) -> dict:
+    """A recorded call as JSON for ``callctx serve``: its blocks, and the request rebuilt and checked."""
+    m = record.manifest(manifest_json)
+    context, _ = record.restore(m, blobs)
+    body = record.rebuild(m, blobs)
+    return {
+        "wire": m.wire,
+        "model": m.params.model,
+        "request_sha256": m.request,
+        "verified": wire.request_hash(body) == m.request,
+        "tokens": context.tokens,
+        "cacheable_tokens": context.cacheable_tokens,
+        "segments": [
+            {"component": s.component, "layer": s.layer, "section": s.section, "tokens": s.tokens,
+             "breakpoint": s.breakpoint, "text": s.text}
+            for s in context.segments
+        ],
+        "request": body,
+    }  # fmt: skip
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import os
+    import signal
+    import threading
+
+    from projection.receiver import Receiver, serve_grpc, serve_http
+
+    token = args.token or os.environ.get("CALLCTX_TOKEN") or None
+    rx = Receiver(args.log, max_body=args.max_body, token=token, context_view=context_view)
+    http = serve_http(rx, args.host, args.port)
+    out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
+    grpc_server = None
+    if args.grpc_port >= 0:
+        grpc_server = serve_grpc(rx, args.host, args.grpc_port)
+        out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.bound_port}\n")
+    out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
+    out.flush()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    http.shutdown()
+    if grpc_server is not None:
+        grpc_server.stop(1.0)
+    rx.close()
+    out.write("callctx serve: stopped\n")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from projection import jaeger, otlp, spans
+
+    if not Path(args.log).exists():
+        raise CliError(f"no event log at {args.log}")
+    try:
+        data = list(spans.from_log(args.log))
+    except LogError as e:
+        raise CliError(str(e)) from None
+    doc = otlp.encode_json(data, args.service) if args.format == "otlp" else jaeger.encode(data, args.service)
+    text = json.dumps(doc, ensure_ascii=False)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        err.write(f"{len(data)} spans written to {args.output}\n")
+    else:
+        out.write(text + "\n")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from projection import EventLog, Projection, jaeger, otlp
+    from projection.events import encode
+    from projection.spans import records
+
+    src = Path(args.file)
+    if not src.exists():
+        raise CliError(f"no such file: {src}")
+    raw = src.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+        fmt = args.format
+        if fmt == "auto":
+            head = text.lstrip()[:4096]
+            fmt = "otlp" if '"resourceSpans"' in head else "jaeger"
+        if fmt == "otlp":
+            decoded = otlp.decode_json(text)
+            found, rejected, errors = decoded.spans, decoded.rejected, decoded.errors
+        else:
+            found, rejected, errors = jaeger.decode(json.loads(text))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CliError(f"{src} is not an OTLP/JSON or Jaeger JSON trace file: {e}") from None
+    target = Path(args.log) if args.log else src.with_suffix(".events.jsonl")
+    log = EventLog(target)
+    try:
+        for rec in records(sorted(found, key=lambda s: (s.start_ns, s.span_id))):
+            log.write(encode(rec))
+    finally:
+        log.close()
+    for e in errors[:5]:
+        err.write(f"warning: {e}\n")
+    p = Projection.from_log(target)
+    out.write(f"{len(found)} spans imported ({rejected} rejected) into {target}; {len(p.sessions())} trees\n")
+    if args.print:
+        for key in p.sessions():
+            out.write(f"\n── {key} ──\n{p.session_tree(key)}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="callctx", description="Build what each LLM call sees from the agent's trace.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -254,6 +363,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", choices=[*wire.WIRES, *wire.ALIASES], help="show it in another provider's format")
     p.add_argument("--json", action="store_true", help="print the request body as JSON")
     p.set_defaults(run=cmd_context)
+
+    p = sub.add_parser("serve", help="receive OTLP spans (HTTP and gRPC) and serve the call trees they fold into")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=4318, help="OTLP/HTTP and read API port (default 4318)")
+    p.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 to turn off)")
+    p.add_argument("--log", default="callctx-received.jsonl", help="the receiver's event log")
+    p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $CALLCTX_TOKEN)")
+    p.add_argument("--max-body", type=int, default=16 << 20, help="largest request body in bytes, decompressed")
+    p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser("export", help="write an event log's spans as OTLP/JSON or Jaeger JSON")
+    p.add_argument("log")
+    p.add_argument("--format", choices=["otlp", "jaeger"], default="otlp")
+    p.add_argument("--service", default="callctx", help="service name for spans that carry none")
+    p.add_argument("-o", "--output", help="file to write (default: standard output)")
+    p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser("import", help="read an OTLP/JSON (or Collector file) or Jaeger JSON trace into an event log")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["auto", "otlp", "jaeger"], default="auto")
+    p.add_argument("--log", help="event log to write (default: FILE.events.jsonl)")
+    p.add_argument("--print", action="store_true", help="print the call trees")
+    p.set_defaults(run=cmd_import)
     return ap
 
 

@@ -27,6 +27,7 @@ from components.turn import for_view
 from components.wire.exchange import AssistantTurn, Exchange, ToolResult, ToolResults, UserNote
 from projection import schema as s
 from projection.events import Blob, encode
+from projection.spans import BLOB_EVENT
 
 from .decorator import traced_call
 from .models.base import ModelError, ModelRequest, Reply
@@ -250,6 +251,8 @@ def _chat(
         attrs.update(_content_attributes(context, exchanges))
     index = rt.next_call_index()
     span = rt.tracer.start_span(f"{s.OP_CHAT} {params.model}", attributes=attrs)
+    for h, text in rt.texts_to_send(blobs).items():  # for receivers far from this log (callctx serve)
+        span.add_event(BLOB_EVENT, {"hash": h, "text": text})
     reply: Reply | None = None
     try:
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):

@@ -33,6 +33,7 @@ from . import active, otel
 from .execute import CallRecord, capture_default, execute, write_blobs
 from .models import Model, resolve
 from .processor import ProjectionProcessor
+from .shaping import Shaper, ShapingExporter
 
 log = logging.getLogger("callctx.runtime")
 
@@ -90,6 +91,8 @@ class Runtime:
         self._calls = 0
         self._calls_lock = threading.Lock()
         self._blobs = blob_hashes(processor.log.path) if processor.log is not None else set()
+        self._sent: set[str] = set()
+        self.send_texts = False  # attach recorded texts to chat spans (set when spans are exported)
         self._closed = False
 
     # ---- the call tree ---------------------------------------------------------------------
@@ -162,6 +165,15 @@ class Runtime:
             self._calls += 1
             return self._calls
 
+    def texts_to_send(self, blobs: dict[str, str]) -> dict[str, str]:
+        """The texts an exporter has not carried yet (each goes out once per process)."""
+        if not self.send_texts:
+            return {}
+        with self._calls_lock:
+            new = {h: t for h, t in blobs.items() if h not in self._sent}
+            self._sent.update(new)
+        return new
+
     def store_blobs(self, blobs: dict[str, str]) -> None:
         """Write the texts of a recorded context the log does not hold yet."""
         event_log = self.processor.log
@@ -210,6 +222,8 @@ def setup(
     clock: Callable[[], datetime] | None = None,
     endpoint: str | None = None,
     exit_timeout: float = 2.0,
+    shape: Shaper | bool = True,
+    send_texts: bool | None = None,
     capture_content: bool | None = None,
     max_tool_rounds: int = 8,
     fsync: FsyncPolicy = "never",
@@ -223,7 +237,10 @@ def setup(
     default the global one when it is an SDK provider, else a new one that becomes global.
     ``endpoint`` (or ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``) adds a batch OTLP exporter
     (``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` or ``grpc``); the program waits at
-    most ``exit_timeout`` seconds for it at exit. ``session_id`` groups every root call of
+    most ``exit_timeout`` seconds for it at exit; ``shape`` redacts secrets and bounds sizes
+    in what it exports (the local log keeps everything); ``send_texts`` attaches the recorded
+    texts of model calls to the chat spans so a remote ``callctx serve`` can rebuild them
+    (default: whenever spans may be exported). ``session_id`` groups every root call of
     this runtime into one tree (``gen_ai.conversation.id``).
     """
     path = log_path if log_path is not None else os.environ.get(LOG_ENV) or None
@@ -243,10 +260,14 @@ def setup(
             if not isinstance(current, TracerProvider):
                 trace.set_tracer_provider(provider)
     provider.add_span_processor(processor)
+    exporting = not owns  # a provider we joined may export; ours does when an endpoint is set
     if owns:
         exporter = otel.exporter_from_env(endpoint)
         if exporter is not None:
+            if shape:
+                exporter = ShapingExporter(exporter, shape if isinstance(shape, Shaper) else None)
             otel.add_batch_exporter(provider, exporter)
+            exporting = True
 
     chosen = resolve(model)
     config = Config(
@@ -268,6 +289,7 @@ def setup(
     rt = Runtime(
         provider, projection, processor, config, session_id=session_id, owns_provider=owns, exit_timeout=exit_timeout
     )
+    rt.send_texts = exporting if send_texts is None else send_texts
     if owns:
         otel.close_at_exit(rt)
     previous = active.runtime
