@@ -9,10 +9,12 @@ the assembly goes on.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from typing import Any
 
+import msgspec
 from opentelemetry import trace
 
 from . import tokens, turn
@@ -56,15 +58,45 @@ def _segment(
     if isinstance(text, TreeText):
         body = text.strip("\n")
         chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == text else [text + SEPARATOR]
-        cuts = sorted({0, *text.cuts})
-        blocks = [text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)], strict=True)]
-        blocks[-1] += SEPARATOR
-        blocks = [b for b in blocks if b]
+        blocks, anchor = tree_blocks(text)
         return Segment(
-            component, layer, section, text + SEPARATOR, counter.count_chunks(chunks), cacheable, blocks=blocks
+            component,
+            layer,
+            section,
+            text + SEPARATOR,
+            counter.count_chunks(chunks),
+            cacheable,
+            blocks=blocks,
+            anchor=anchor,
         )
     body = text.strip("\n") + SEPARATOR
     return Segment(component, layer, section, body, counter.count(body), cacheable)
+
+
+MAX_TREE_BLOCKS = 16  # Anthropic looks back 20 blocks from a breakpoint for an earlier entry
+
+
+def tree_blocks(text: TreeText) -> tuple[list[str], int]:
+    """The tree split at its cuts, the oldest merged so there are at most ``MAX_TREE_BLOCKS``,
+    and the index of the block a cache breakpoint should close: the one ending where the
+    current call begins (everything before it, the next call will send again)."""
+    here = text.here
+    cuts = [c for c in text.cuts if 0 < c < len(text)]
+    if here is not None and 0 < here < len(text) and here not in cuts:
+        cuts = sorted({*cuts, here})
+    if len(cuts) >= MAX_TREE_BLOCKS:
+        keep = MAX_TREE_BLOCKS - 1
+        if here in cuts:  # keep the cuts around the current call
+            i = cuts.index(here)
+            lo = max(0, min(i - keep + 2, len(cuts) - keep))
+            cuts = cuts[lo : lo + keep]
+        else:
+            cuts = cuts[-keep:]
+    edges = [0, *cuts, len(text)]
+    blocks = [text[a:b] for a, b in itertools.pairwise(edges)]
+    blocks[-1] += SEPARATOR
+    anchor = edges.index(here) - 1 if here is not None and here in edges[1:-1] else len(blocks) - 1
+    return blocks, anchor
 
 
 def _mark_breakpoint(segments: list[Segment], start: int) -> None:
@@ -76,9 +108,7 @@ def _mark_breakpoint(segments: list[Segment], start: int) -> None:
         last = i
     if last is not None:
         s = segments[last]
-        segments[last] = Segment(
-            s.component, s.layer, s.section, s.text, s.tokens, s.cacheable, breakpoint=True, blocks=s.blocks
-        )
+        segments[last] = msgspec.structs.replace(s, breakpoint=True)
 
 
 def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.TokenCounter | None = None) -> Context:

@@ -27,6 +27,7 @@ class Segment(msgspec.Struct, frozen=True):
     cacheable: bool = True
     breakpoint: bool = False  # a cache breakpoint follows this segment
     blocks: list[str] | None = None  # the text split where a prompt cache may split it (call tree)
+    anchor: int | None = None  # which block the breakpoint closes (the last one the next call repeats)
 
 
 class Problem(msgspec.Struct, frozen=True):

@@ -15,16 +15,18 @@ CLOSE = "</call_tree>"
 
 
 class TreeText(str):
-    """A ``str`` that also knows its chunks (newline-ended pieces whose token counts add up)
-    and its cuts (offsets where a call on the path begins)."""
+    """A ``str`` that also knows its chunks (newline-ended pieces whose token counts add up),
+    its cuts (where the items along the viewer's path begin) and where the viewer begins."""
 
     chunks: list[str]
     cuts: list[int]
+    here: int | None
 
-    def __new__(cls, chunks: list[str], cuts: list[int]) -> TreeText:
+    def __new__(cls, chunks: list[str], cuts: list[int], here: int | None = None) -> TreeText:
         self = super().__new__(cls, "".join(chunks))
         self.chunks = chunks
         self.cuts = cuts
+        self.here = here
         return self
 
 
@@ -33,7 +35,8 @@ def call_tree(ctx: Ctx) -> str | None:
     if view is None or not view.text:
         return None
     # A cut at the very start would only split off the opening tag: not worth a block.
-    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts if c > 0])
+    here = len(OPEN) + view.here if view.here else None
+    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts if c > 0], here)
 
 
 COMPONENTS = [

@@ -24,7 +24,7 @@ from .wire import exchange as wire_exchange
 from .wire.exchange import Exchange
 from .wire.params import Params
 
-VERSION = 1
+VERSION = 2
 
 
 class RecordError(ValueError):
@@ -41,7 +41,7 @@ class Manifest(msgspec.Struct, frozen=True, omit_defaults=True):
     wire: str
     params: Params
     encoding: str
-    segments: list[tuple[str, str, str, str, int, bool, bool, list[int] | None]]
+    segments: list[tuple[str, str, str, str, int, bool, bool, list[int] | None, int | None]]
     request: str  # sha256 of the canonical request body
     tools: str | None = None
     exchanges: str | None = None
@@ -72,7 +72,9 @@ def record(
             for b in s.blocks[:-1]:
                 pos += len(b)
                 cuts.append(pos)
-        segments.append((s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts))
+        segments.append(
+            (s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts, s.anchor)
+        )
     tools = put(json.dumps(context.tools, sort_keys=True, ensure_ascii=False)) if context.tools else None
     ex = put(wire_exchange.encode(exchanges)) if exchanges else None
     media = [(a.name, a.mime, put(base64.b64encode(a.data or b"").decode())) for a in context.media]
@@ -110,13 +112,13 @@ def restore(m: Manifest, blobs: Mapping[str, str]) -> tuple[Context, list[Exchan
         return text
 
     segments = []
-    for component, layer, section, h, tokens, cacheable, breakpoint, cuts in m.segments:
+    for component, layer, section, h, tokens, cacheable, breakpoint, cuts, anchor in m.segments:
         text = get(h)
         blocks = None
         if cuts is not None:
             edges = [0, *cuts, len(text)]
             blocks = [text[a:b] for a, b in itertools.pairwise(edges)]
-        segments.append(Segment(component, layer, section, text, tokens, cacheable, breakpoint, blocks))  # type: ignore[arg-type]
+        segments.append(Segment(component, layer, section, text, tokens, cacheable, breakpoint, blocks, anchor))  # type: ignore[arg-type]
     tools = json.loads(get(m.tools)) if m.tools else []
     exchanges = wire_exchange.decode(get(m.exchanges)) if m.exchanges else []
     media = [Attachment(name, mime, data=base64.b64decode(get(h))) for name, mime, h in m.media]

@@ -51,8 +51,22 @@ class Blob(msgspec.Struct, tag="blob", tag_field="e", frozen=True):
     text: str
 
 
-Event = SpanStarted | SpanEnded
-Record = SpanStarted | SpanEnded | LogHeader | Blob
+class Collapsed(msgspec.Struct, tag="collapse", tag_field="e", frozen=True):
+    """The oldest finished calls of one list in the tree, up to and including ``through``, now
+    read as a single summary line. Ratcheted: a later record for the same list only ever moves
+    ``through`` forward. Written by the runtime when a call's tree went over its token
+    budget, so a replay collapses exactly where the live run did."""
+
+    trace_id: str
+    tree: str  # the session or trace the list belongs to
+    holder: str | None  # the call whose children collapse; None for the tree's top calls
+    through_start_ns: int
+    through_span_id: str
+    summary: str
+
+
+Event = SpanStarted | SpanEnded | Collapsed
+Record = SpanStarted | SpanEnded | Collapsed | LogHeader | Blob
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Record)

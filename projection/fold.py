@@ -18,15 +18,15 @@ import logging
 import os
 import sys
 import threading
-from bisect import insort
-from collections.abc import Iterable
+from bisect import bisect_right, insort
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 
 from . import schema as s
 from .dialects import Kind, classify, conversation, function_name, input_of, output_of
-from .events import Event, SpanEnded, SpanStarted
+from .events import Collapsed, Event, SpanEnded, SpanStarted
 from .log import Damage, read_log
 from .view import CallInfo, TreeView
 
@@ -49,12 +49,13 @@ _json = msgspec.json.Decoder()
 class Tree:
     """The top of one call tree: a session (shared ``gen_ai.conversation.id``) or a trace."""
 
-    __slots__ = ("key", "memo", "tops")
+    __slots__ = ("collapsed", "key", "memo", "tops")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.tops: list[Node] = []
         self.memo: Any = None
+        self.collapsed: tuple[int, str, str] | None = None
 
     # A tree is never finished: its top calls are always shown with their outputs.
     state = STARTED
@@ -189,6 +190,8 @@ class Projection:
                         start(ev)  # type: ignore[arg-type]
                     elif t is SpanEnded:
                         end(ev)  # type: ignore[arg-type]
+                    elif t is Collapsed:
+                        proj._collapse(ev)  # type: ignore[arg-type]
                     else:
                         continue
                     count += 1
@@ -215,6 +218,8 @@ class Projection:
             self._start(event)
         elif t is SpanEnded:
             self._end(event)
+        elif t is Collapsed:
+            self._collapse(event)
         else:
             return
         self.events += 1
@@ -298,6 +303,30 @@ class Projection:
         if adopted and n.holds:
             for child in adopted:
                 self._place(child)
+
+    def _collapse(self, ev: Collapsed) -> None:
+        """Ratchet the collapsed prefix of one list forward (never back)."""
+        if ev.holder is not None:
+            target: Node | Tree | None = self.nodes.get(ev.holder)
+            if target is None:  # the holder has not arrived yet: keep the record for it
+                target = self._node(ev.holder, ev.trace_id)
+        else:
+            target = self.trees.get(ev.tree)
+            if target is None:
+                target = self.trees[ev.tree] = Tree(ev.tree)
+        key = (ev.through_start_ns, ev.through_span_id)
+        current = _collapsed_of(target)
+        if current is not None and current[:2] >= key:
+            return
+        entry = (ev.through_start_ns, ev.through_span_id, ev.summary)
+        if type(target) is Node:
+            target._set("collapsed", entry)
+        else:
+            target.collapsed = entry
+        self._touch(target)
+        for n in target.kids if type(target) is Node and target.kids else (target.tops if type(target) is Tree else ()):
+            if (n.start_ns, n.span_id) <= key:
+                n.memo = None
 
     @staticmethod
     def _would_cycle(parent: Node, n: Node, adopted: list[Node]) -> bool:
@@ -515,8 +544,8 @@ class Projection:
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
-                chunks, cuts = render_view(self, self._host(self.nodes[span_id]), None, render_range)
-                return TreeView("".join(chunks), chunks, cuts, [])
+                chunks, cuts, here = render_view(self, self._host(self.nodes[span_id]), None, render_range)
+                return TreeView("".join(chunks), chunks, cuts, [], here)
             top: Node | Tree = viewer
             while type(top) is Node:
                 if render_range is None:  # the nearest range declared on the chain applies
@@ -524,8 +553,60 @@ class Projection:
                     if isinstance(rr, int) and rr >= 0:
                         render_range = rr
                 top = top.home
-            chunks, cuts = render_view(self, top, viewer, render_range)
-            return TreeView("".join(chunks), chunks, cuts, self._chain(viewer))
+            chunks, cuts, here = render_view(self, top, viewer, render_range)
+            return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here)
+
+    def plan_collapse(self, span_id: str, target: int, count: Callable[[str], int]) -> list[Collapsed]:
+        """What to collapse so the tree ``span_id`` sees fits in ``target`` tokens: the oldest
+        finished calls of the lists along its path, the top level first (the oldest history).
+        ``count`` measures a text in tokens. Returns the records to append and apply; empty
+        when the tree already fits or nothing more can collapse."""
+        view = self.view(span_id)
+        total = sum(count(c) for c in view.chunks)
+        if total <= target:
+            return []
+        with self.lock:
+            viewer = self.holder(span_id)
+            path: list[Node] = []
+            n: Node | Tree | None = viewer
+            while type(n) is Node:
+                path.append(n)
+                n = n.home
+            if type(n) is not Tree:
+                return []
+            path.reverse()
+            on_path = set(path)
+            levels: list[tuple[Node | Tree, list[Node]]] = [(n, n.tops)]
+            levels += [(p, p.kids) for p in path if p.kids]
+            out: list[Collapsed] = []
+            for holder, kids in levels:
+                done = _collapsed_of(holder)
+                i = bisect_right(kids, done[:2], key=_sort_key) if done else 0
+                saved, through = 0, None
+                while i < len(kids) and total - saved + _SUMMARY_TOKENS > target:
+                    kid = kids[i]
+                    if kid in on_path or not kid.state & ENDED:
+                        break  # only the oldest finished calls, contiguously
+                    if kid.kind == "agentic" and kid.memo is not None:
+                        saved += count(kid.memo[1])
+                    through = kid
+                    i += 1
+                if through is None:
+                    continue
+                total -= saved
+                out.append(
+                    Collapsed(
+                        through.trace_id,
+                        n.key,
+                        holder.span_id if type(holder) is Node else None,
+                        through.start_ns,
+                        through.span_id,
+                        _summary(kids, (through.start_ns, through.span_id)),
+                    )
+                )
+                if total <= target:
+                    break
+            return out
 
     def session_tree(self, key: str, *, render_range: int | None = None) -> str:
         """The whole tree of a session (conversation id) or trace, seen from outside any call."""
@@ -540,6 +621,31 @@ class Projection:
     def sessions(self) -> list[str]:
         with self.lock:
             return sorted(self.trees, key=lambda k: (self.trees[k].tops[0].start_ns if self.trees[k].tops else 0, k))
+
+
+_SUMMARY_TOKENS = 24  # about what a collapse line costs
+
+
+def _summary(kids: list[Node], through: tuple[int, str]) -> str:
+    """``N earlier calls: f ×k, g ×m, …`` for the calls of a list up to ``through``."""
+    counts: dict[str, int] = {}
+    n = 0
+    for k in kids:
+        if _sort_key(k) > through:
+            break
+        if k.kind == "agentic":
+            n += 1
+            counts[k.function] = counts.get(k.function, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{name} ×{c}" for name, c in top[:4]) + (", …" if len(top) > 4 else "")
+    return f"{n} earlier calls: {listed}" if listed else f"{n} earlier calls"
+
+
+def _collapsed_of(target: Node | Tree) -> tuple[int, str, str] | None:
+    """(start_ns, span_id, summary) of the last collapsed call of a list, if any."""
+    if type(target) is Node:
+        return target._get("collapsed")
+    return target.collapsed  # type: ignore[union-attr]
 
 
 def _ended_node(home: Node | Tree | None) -> bool:

@@ -14,6 +14,7 @@ on the node and reused at the same indentation: consecutive renders share their 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 import msgspec
@@ -24,6 +25,12 @@ from .fold import ENDED, FAILED, Node, Projection, Tree
 from .yamltext import key_value, scalar, value_lines
 
 CHAIN, RUNNING, INTERRUPTED, FINISHED, RELEASED = range(5)
+
+
+def _key(n: Node) -> tuple[int, str]:
+    return (n.start_ns, n.span_id)
+
+
 MAX_DEPTH = 100
 HERE = "  # you are here"
 _json = msgspec.json.Decoder()
@@ -31,13 +38,14 @@ _json = msgspec.json.Decoder()
 
 def render_view(
     proj: Projection, top: Tree, viewer: Node | None, render_range: int | None
-) -> tuple[list[str], list[int]]:
+) -> tuple[list[str], list[int], int | None]:
     """The tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside).
 
     Returns the text as chunks (each ends with a newline; finished subtrees are whole chunks,
-    the same string objects from one render to the next) and, for each call on the viewer's
-    path from the root down, the offset where its lines begin: the stable boundaries of the
-    text, since everything before a call's first line is history that call cannot change.
+    the same string objects from one render to the next), the offsets where each item of the
+    lists along the viewer's path begins (its ancestors, their finished siblings, the viewer:
+    the boundaries at which the next call's text can still agree with this one's), and the
+    offset where the viewer's own lines begin.
     """
     chain: set[Node] = set()
     n: Any = viewer
@@ -46,22 +54,19 @@ def render_view(
         n = n.home
     proj.rendered = True
     r = _Renderer(proj, chain, viewer, render_range)
+    r.top_collapsed = top.collapsed
     out: list[str] = []
     r.items(top.tops, "", 0, bool(chain), out)
-    offsets: list[int] = []
-    pos = 0
-    marks = iter(r.marks)
-    mark = next(marks, None)
-    for i, chunk in enumerate(out):
-        while mark == i:
-            offsets.append(pos)
-            mark = next(marks, None)
-        pos += len(chunk)
-    return out, offsets
+    starts = [0]
+    for chunk in out:
+        starts.append(starts[-1] + len(chunk))
+    cuts = sorted({starts[i] for i in r.marks})
+    here = starts[r.here] if r.here is not None else None
+    return out, cuts, here
 
 
 class _Renderer:
-    __slots__ = ("chain", "gen", "marks", "proj", "render_range", "viewer")
+    __slots__ = ("chain", "gen", "here", "marks", "proj", "render_range", "top_collapsed", "viewer")
 
     def __init__(self, proj: Projection, chain: set[Node], viewer: Node | None, render_range: int | None):
         self.proj = proj
@@ -69,41 +74,51 @@ class _Renderer:
         self.viewer = viewer
         self.render_range = render_range
         self.gen = proj.generation
-        self.marks: list[int] = []  # chunk index where each chain call begins, root first
+        self.marks: list[int] = []  # chunk index where each item of a list on the path begins
+        self.here: int | None = None  # chunk index where the viewer begins
+        self.top_collapsed: tuple[int, str, str] | None = None
 
     # -- lists ------------------------------------------------------------------------------
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
         """Render a list of calls (the tops of a tree)."""
-        shown, elided = self.select(kids, "io", False, on_chain)
+        shown, elided = self.select(kids, "io", False, on_chain, self.top_collapsed)
+        if self.top_collapsed is not None:
+            if on_chain:
+                self.marks.append(len(out))
+            out.append(f"{indent}- {{collapsed: {scalar(self.top_collapsed[2])}}}\n")
         if elided:
             out.append(f"{indent}# earlier calls not shown\n")
         for n in shown:
+            if on_chain:
+                self.marks.append(len(out))
             self.item(n, indent, depth, out)
 
-    def select(self, kids: list[Node], expose: str, released: bool, on_chain: bool) -> tuple[list[Node], bool]:
+    def select(
+        self, kids: list[Node], expose: str, released: bool, on_chain: bool, collapsed: tuple[int, str, str] | None
+    ) -> tuple[list[Node], bool]:
         """The children shown, and whether older ones were left out by ``render_range``.
 
         ``expose=llm`` adds the call's own model exchanges, ``full`` its tool calls too, while
-        the call is not released. On the viewer's path, ``render_range`` keeps the last
-        finished calls (and the path itself, however old).
+        the call is not released. Calls up to a collapse are left out (their summary line
+        stands for them). On the viewer's path, ``render_range`` keeps the last finished
+        calls (and the path itself, however old).
         """
+        first = 0
+        if collapsed is not None:
+            first = bisect_right(kids, collapsed[:2], key=_key)
         if expose != "io" and not released:
-            return [k for k in kids if k.kind != "tool" or expose == "full"], False
+            return [k for k in kids[first:] if k.kind != "tool" or expose == "full"], False
         rr = self.render_range
-        start = self._window(kids, rr) if on_chain and rr is not None else 0
+        start = first + self._window(kids[first:], rr) if on_chain and rr is not None else first
         shown: list[Node] = []
         if start:
-            first = kids[start]
+            bound = _key(kids[start]) if start < len(kids) else (1 << 63, "")
             for n in self.chain:  # a call on the path is always shown, however old
                 home = n.home
-                if (
-                    home is not None
-                    and (home.kids if type(home) is Node else home.tops) is kids
-                    and (n.start_ns, n.span_id) < (first.start_ns, first.span_id)
-                ):
+                if home is not None and (home.kids if type(home) is Node else home.tops) is kids and _key(n) < bound:
                     shown.append(n)
         shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind == "agentic")
-        return shown, start > 0
+        return shown, start > first
 
     def _window(self, kids: list[Node], keep: int) -> int:
         """Index of the first call shown: the last ``keep`` finished calls and what follows."""
@@ -132,7 +147,8 @@ class _Renderer:
     def item(self, n: Node, indent: str, depth: int, out: list[str]) -> None:
         mode = self.mode(n)
         if n in self.chain:
-            self.marks.append(len(out))
+            if n is self.viewer:
+                self.here = len(out)
             self.build(n, indent, depth, mode, out)
             return
         key = (mode, indent, self.gen)
@@ -155,10 +171,11 @@ class _Renderer:
         name = scalar(n.function)
         kids: list[Node] = []
         elided = False
+        collapsed = n._get("collapsed") if n.extra else None
         if n.kids and depth < MAX_DEPTH:
-            kids, elided = self.select(n.kids, n.expose, mode == RELEASED, n in self.chain)
+            kids, elided = self.select(n.kids, n.expose, mode == RELEASED, n in self.chain, collapsed)
         failed = n.state & FAILED
-        if mode == RELEASED and not kids and not here:
+        if mode == RELEASED and not kids and collapsed is None and not here:
             if failed:
                 out.append(f"{indent}- {{function: {name}, status: error, error: {scalar(n.error or 'error')}}}\n")
             else:
@@ -182,12 +199,19 @@ class _Renderer:
                 out.append(key_value("output", n.output, inner))
         else:
             out.append(f"{inner}status: done\n")
-        if kids:
+        if kids or collapsed is not None:
             out.append(f"{inner}children:\n")
             sub = inner + "  "
+            on_path = n in self.chain
+            if collapsed is not None:
+                if on_path:
+                    self.marks.append(len(out))
+                out.append(f"{sub}- {{collapsed: {scalar(collapsed[2])}}}\n")
             if elided:
                 out.append(f"{sub}# earlier calls not shown\n")
             for k in kids:
+                if on_path:
+                    self.marks.append(len(out))
                 if k.kind == "agentic":
                     self.item(k, sub, depth + 1, out)
                 else:

@@ -24,11 +24,13 @@ class TreeView(msgspec.Struct, frozen=True):
     ``text`` is the YAML; ``chunks`` the same text in pieces that each end with a newline
     (finished subtrees are single chunks and the same string objects from one render to the
     next, so work keyed on them, like token counts, is paid once); ``cuts`` the offsets where
-    the calls on the path begin, root first: the text before a cut is history the call at the
-    cut cannot change, the boundaries at which a prompt cache can split the tree.
+    the items of the lists along the viewer's path begin (its ancestors, their finished
+    siblings, the viewer): the boundaries at which a later call's text still agrees with this
+    one, where a prompt cache can split the tree; ``here`` the offset of the viewer's own lines.
     """
 
     text: str
     chunks: list[str]
     cuts: list[int]
     chain: list[CallInfo]
+    here: int | None = None

@@ -30,6 +30,7 @@ class Agent:
     name: str = ""
     agent_id: str = "main"
     instructions: str | None = None
+    tools: ClassVar[Sequence[Callable[..., Any]]] = ()  # offered on every call this agent makes
 
     def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: Runtime | None = None):
         if name:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from components import record, wire
 from components.context import Context, Segment
@@ -224,6 +224,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.write(
         f"\n{len(shown)} model calls. Event log: {log_path}\nOTLP/JSON trace: {otlp.path}\n"
         f"Look closer:  callctx calls {log_path}\n"
+        f"              callctx cache {log_path} --provider anthropic|openai|gemini [--chart cache.html]\n"
         f"              callctx context {log_path} --at {step} [--provider openai|anthropic|gemini] [--json]\n"
     )
     return EXIT_OK
@@ -337,6 +338,115 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from components import cache
+
+    calls, blobs = load_calls(args.log, err)
+    if not calls:
+        raise CliError(f"{args.log} records no model calls")
+    try:
+        rules = cache.load_rules(args.rules) if args.rules else None
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read cache rules {args.rules}: {e}") from None
+    provider = args.provider
+    model = args.model or next((c.model for c in calls if c.model), "") or ""
+    tokenize = cache.Tokenizer()
+    requests = []
+    t0 = calls[0].start_ns
+    for c in calls:
+        m, context = restored(c, blobs)
+        _, exchanges = record.restore(m, blobs)
+        label = c.function or "turn"
+        requests.append(
+            cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)
+        )
+    try:
+        report = cache.Simulator(provider, model, rules).run(requests)
+    except (KeyError, ValueError) as e:
+        raise CliError(str(e)) from None
+    out.write(f"prompt cache of {provider} ({model or 'default model'}), simulated over {len(calls)} calls\n")
+    head = f"{'#':>4}  {'function':<20} {'tokens':>8} {'read':>8} {'written':>8} {'uncached':>8} {'limit':>8}"
+    out.write(f"{head}  {'cost $':>9}\n")
+    for i, r in enumerate(report.calls, start=1):
+        row = f"{i:>4}  {r.label:<20} {r.total:8,d} {r.read:8,d} {r.write:8,d} {r.uncached:8,d} {r.limit:8,d}"
+        out.write(f"{row}  {r.cost:9.5f}\n")
+    saving = 1 - report.cost / report.cost_uncached if report.cost_uncached else 0.0
+    out.write(
+        f"total: {report.total:,} tokens, {report.read:,} read from cache ({report.hit_share:.1%} hit share, "
+        f"{report.limit_share:.1%} of the {report.limit:,}-token limit)\n"
+        f"cost ${report.cost:.4f} against ${report.cost_uncached:.4f} with no caching ({saving:.0%} saved)\n"
+    )
+    if args.chart:
+        Path(args.chart).write_text(chart_html(report), encoding="utf-8")
+        out.write(f"chart: {args.chart}\n")
+    return EXIT_OK
+
+
+def chart_html(report: Any) -> str:
+    """A self-contained HTML page: cached (read, written) and uncached tokens per call, and the limit."""
+    import html
+
+    calls = report.calls
+    width, height, pad = max(600, 8 * len(calls) + 80), 320, 40
+    top = max((c.total for c in calls), default=1) or 1
+    bar = (width - 2 * pad) / max(1, len(calls))
+    scale = (height - 2 * pad) / top
+    parts = []
+    for i, c in enumerate(calls):
+        x = pad + i * bar
+        y = height - pad
+        for value, color, name in ((c.read, "#2e7d32", "read"), (c.write, "#ef6c00", "written"),
+                                   (c.uncached, "#9e9e9e", "uncached")):  # fmt: skip
+            h = value * scale
+            y -= h
+            tip = html.escape(f"call {i + 1} {c.label}: {name} {value:,}")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(1.0, bar - 1):.1f}" height="{h:.1f}" fill="{color}">'
+                f"<title>{tip}</title></rect>"
+            )
+        ly = height - pad - c.limit * scale
+        parts.append(f'<line x1="{x:.1f}" x2="{x + bar:.1f}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="#000"/>')
+    title = html.escape(
+        f"{report.provider} {report.model}: {report.hit_share:.1%} of tokens read from cache, "
+        f"{report.limit_share:.1%} of the limit; ${report.cost:.4f} vs ${report.cost_uncached:.4f} uncached"
+    )
+    legend = (
+        '<span style="color:#2e7d32">&#9632; read</span> <span style="color:#ef6c00">&#9632; written</span> '
+        '<span style="color:#9e9e9e">&#9632; uncached</span>; the black line: the limit (what any cache could serve)'
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>callctx cache</title></head>"
+        f"<body style='font-family:sans-serif'><h3>{title}</h3><p>{legend}</p>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
+        f"<line x1='{pad}' x2='{width - pad}' y1='{height - pad}' y2='{height - pad}' stroke='#444'/>"
+        + "".join(parts)
+        + f"<text x='{pad}' y='{height - 10}' font-size='12'>calls 1 to {len(calls)}</text>"
+        f"<text x='4' y='{pad - 8}' font-size='12'>{top:,} tokens</text></svg></body></html>\n"
+    )
+
+
+def cmd_guard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import importlib
+
+    from components.guard import check
+
+    registry = None
+    if args.registry:
+        module, _, attr = args.registry.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr or "registry")
+        except (ImportError, AttributeError) as e:
+            raise CliError(f"cannot load the registry {args.registry!r}: {e}") from None
+        registry = obj() if callable(obj) else obj
+    report = check(registry)
+    for note in report.notes:
+        out.write(f"ok: {note}\n")
+    for finding in report.findings:
+        out.write(f"UNSTABLE: {finding}\n")
+    out.write("the cached prefix is stable\n" if report.ok else f"{len(report.findings)} finding(s)\n")
+    return EXIT_OK if report.ok else EXIT_MISMATCH
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="callctx", description="Build what each LLM call sees from the agent's trace.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -363,6 +473,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", choices=[*wire.WIRES, *wire.ALIASES], help="show it in another provider's format")
     p.add_argument("--json", action="store_true", help="print the request body as JSON")
     p.set_defaults(run=cmd_context)
+
+    p = sub.add_parser("cache", help="simulate a provider's prompt cache over a log's model calls")
+    p.add_argument("log")
+    p.add_argument("--provider", default="anthropic", help="cache model from the rules table (default: anthropic)")
+    p.add_argument("--model", help="model name for per-model rules and prices (default: the recorded one)")
+    p.add_argument("--rules", help="your own cache rules table (YAML, same shape as the shipped one)")
+    p.add_argument("--chart", help="write a self-contained HTML chart of cached vs uncached tokens per call")
+    p.set_defaults(run=cmd_cache)
+
+    p = sub.add_parser("guard", help="check that no context component moves bytes inside the cached prefix")
+    p.add_argument("--registry", help="module:attribute of your Registry (or a function returning one)")
+    p.set_defaults(run=cmd_guard)
 
     p = sub.add_parser("serve", help="receive OTLP spans (HTTP and gRPC) and serve the call trees they fold into")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")

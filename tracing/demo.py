@@ -104,6 +104,7 @@ class ResearchAgent(Agent):
     """You are an AI research assistant that turns a research direction into a paper plan."""
 
     name = "research-agent"
+    tools = (arxiv_search,)  # the same tools on every call: they open the cached prefix
 
     @agentic
     def research_agent(self, task: str) -> str:
@@ -149,7 +150,7 @@ class ResearchAgent(Agent):
     @agentic(position="literature stage, search step", output=passed_to("extract_framework", "surveys"))
     def seed_surveys(self, query: str) -> str:
         """Generate seed survey queries for literature discovery."""
-        return self.exec(f"Search query: {query}. Find seed surveys.", tools=[arxiv_search])
+        return self.exec(f"Search query: {query}. Find seed surveys.")
 
     @agentic(summarize=lambda fw: f"{fw.name}: {', '.join(fw.branches)}")
     def extract_framework(self, surveys: str) -> Framework:

@@ -123,9 +123,12 @@ def _run(
     span_id = rt.current_span_id()
     holder = rt.projection.holder(span_id) if span_id else None
     holder_id = holder.span_id if holder is not None else None
-    view = rt.projection.view(holder_id) if holder_id else None
+    view = rt.view(holder_id) if holder_id else None
     function = None if top_level or holder is None else holder.function
-    tool_list = as_tools(tools, exclude=function)
+    # The agent's standing tools first (the same on every call: the tools section opens the
+    # cached prefix), then this call's own; an agentic function is never offered to itself.
+    standing = [*cfg.tools, *(getattr(agent, "tools", None) or ())]
+    tool_list = as_tools(_unique([*standing, *tools]), exclude=function)
 
     recalled, failed = prefetch(cfg.memory, prompt) if cfg.memory is not None else (None, False)
     turn_inputs: dict[str, Any] = {
@@ -192,6 +195,17 @@ def _run(
                 )
             )
     raise ModelError(model.provider, f"the tool loop did not finish in {cfg.max_tool_rounds} rounds")
+
+
+def _unique(tools: list[Any]) -> list[Any]:
+    seen: set[Any] = set()
+    out = []
+    for t in tools:
+        key = getattr(t, "__func__", t)
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
 
 
 def _json_schema(schema: Any) -> dict[str, Any]:

@@ -111,6 +111,11 @@ class ProjectionProcessor(SpanProcessor):
         except Exception:
             log.exception("callctx: could not record the end of span %r", getattr(span, "name", "?"))
 
+    def record(self, record: Any) -> None:
+        """Append and fold a record that is not a span event (a collapse of the tree)."""
+        if not self._closed:
+            self._emit(record)
+
     def _trace_hex(self, trace_id: int) -> str:
         last = self._last_trace
         if last[0] == trace_id:

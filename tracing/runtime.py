@@ -22,10 +22,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from components import Registry, default_registry
+from components import Registry, default_registry, tokens
 from components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
 from components.memory import MemoryBackend
-from projection import Projection
+from projection import Projection, TreeView
 from projection.fold import DEFAULT_OUTPUT_LIMIT
 from projection.log import EventLog, FsyncPolicy, blob_hashes
 
@@ -38,6 +38,7 @@ from .shaping import Shaper, ShapingExporter
 log = logging.getLogger("callctx.runtime")
 
 LOG_ENV = "CALLCTX_LOG"
+COLLAPSE_TO = 0.6  # a collapse leaves the tree at this share of its budget
 
 
 def _now() -> datetime:
@@ -63,6 +64,8 @@ class Config:
     clock: Callable[[], datetime] = _now
     max_tool_rounds: int = 8
     capture_content: bool = False
+    tools: tuple[Callable[..., Any], ...] = ()  # offered on every call (an Agent adds its own)
+    tree_budget: int | None = None  # tokens; over it, the oldest finished calls collapse
 
 
 class Runtime:
@@ -104,6 +107,21 @@ class Runtime:
         """Hex id of the current span, or None outside any span."""
         ctx = trace.get_current_span().get_span_context()
         return format(ctx.span_id, "016x") if ctx.is_valid else None
+
+    def view(self, span_id: str) -> TreeView:
+        """The call tree ``span_id`` sees, within the tree budget: over it, the oldest finished
+        calls collapse into one summary line each (recorded in the log, so replay agrees),
+        down to ``COLLAPSE_TO`` of the budget so the next calls share their prefix again."""
+        view = self.projection.view(span_id)
+        budget = self.config.tree_budget
+        if not budget:
+            return view
+        counter = tokens.counter(tokens.encoding_name_for(self.config.model.params.model))
+        if counter.count_chunks(view.chunks) <= budget:
+            return view
+        for record in self.projection.plan_collapse(span_id, int(budget * COLLAPSE_TO), counter.count):
+            self.processor.record(record)
+        return self.projection.view(span_id)
 
     def call_tree(self, *, render_range: int | None = None) -> str:
         """The call tree (YAML) as the current call sees it.
@@ -214,6 +232,7 @@ def setup(
     registry: Registry | None = None,
     channel: str = "webui",
     channel_limit: int | None = None,
+    tools: Sequence[Callable[..., Any]] = (),
     skills: Sequence[Skill] = (),
     deferred_tools: Sequence[DeferredTool] = (),
     memory: MemoryBackend | None = None,
@@ -226,6 +245,7 @@ def setup(
     send_texts: bool | None = None,
     capture_content: bool | None = None,
     max_tool_rounds: int = 8,
+    tree_budget: int | None = None,
     fsync: FsyncPolicy = "never",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
 ) -> Runtime:
@@ -276,6 +296,7 @@ def setup(
         registry=registry if registry is not None else default_registry(),
         channel=channel,
         channel_limit=channel_limit,
+        tools=tuple(tools),
         skills=tuple(skills),
         deferred_tools=tuple(deferred_tools),
         memory=memory,
@@ -284,6 +305,7 @@ def setup(
         session=SessionBinding(session_id=session_id, model=chosen.params.model),
         clock=clock or _now,
         max_tool_rounds=max_tool_rounds,
+        tree_budget=tree_budget,
         capture_content=capture_default() if capture_content is None else capture_content,
     )
     rt = Runtime(

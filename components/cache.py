@@ -1,0 +1,379 @@
+"""A prompt-cache simulator over recorded requests: what each provider's cache would have
+served, what it would have cost, and how close that comes to the limit.
+
+Each request is a sequence of content blocks in wire order (tools, system, the call tree's
+blocks, the turn, the tool loop), each with its token ids and whether a cache breakpoint
+closes it. Two cache models cover the providers (their parameters are in
+``cache_rules.yaml``):
+
+* ``breakpoints`` (Anthropic): an entry is written for the prefix ending at each breakpoint
+  (at most four per request, prefixes shorter than the model's minimum are not cached); a
+  request reads the longest entry found at a block boundary up to ``lookback_blocks`` before
+  any of its breakpoints. Tokens from the hit to the last breakpoint are written (billed
+  at ``write_multiplier``), hits are billed at ``read_multiplier``.
+* ``prefix`` (OpenAI, Gemini): every request's prefixes, at ``min_tokens`` and every
+  ``step_tokens`` after, are cached; a request reads the longest one an earlier request made.
+
+Entries expire ``ttl_seconds`` after their last use. The **limit** of a request is what any
+cache could have served: the longest prefix of its part before the turn that some earlier
+request already sent (no minimum, no expiry, token granularity).
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import tokens
+from .context import Context
+from .wire.exchange import AssistantTurn, Exchange, ToolResults, UserNote
+
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
+
+
+def load_rules(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """The rules table: the shipped ``cache_rules.yaml``, or your own file."""
+    if path is None:
+        text = (resources.files("components") / "cache_rules.yaml").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    rules = yaml.safe_load(text)
+    if not isinstance(rules, dict):
+        raise ValueError("cache rules: expected a mapping of provider -> rules")
+    return rules
+
+
+def by_model(value: Any, model: str) -> Any:
+    """A rule value, or the entry of a ``{model prefix: value}`` map for ``model`` (longest prefix wins)."""
+    if not isinstance(value, Mapping):
+        return value
+    best = None
+    for prefix in value:
+        if prefix != "default" and model.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return value[best] if best is not None else value.get("default")
+
+
+@dataclass(frozen=True)
+class Block:
+    tokens: tuple[int, ...]
+    breakpoint: bool = False
+    turn: bool = False  # part of the turn (or after it): never counted toward the limit
+
+
+@dataclass(frozen=True)
+class Request:
+    """One recorded model call as the simulator sees it."""
+
+    blocks: tuple[Block, ...]
+    time_s: float = 0.0
+    label: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(len(b.tokens) for b in self.blocks)
+
+    @property
+    def pre_turn(self) -> int:
+        n = 0
+        for b in self.blocks:
+            if b.turn:
+                break
+            n += len(b.tokens)
+        return n
+
+
+@dataclass
+class CallResult:
+    label: str
+    total: int
+    read: int
+    write: int
+    uncached: int
+    limit: int
+    cost: float  # USD
+    cost_uncached: float  # USD, the same request with no caching
+
+
+@dataclass
+class Report:
+    provider: str
+    model: str
+    calls: list[CallResult] = field(default_factory=list)
+
+    def _sum(self, attr: str) -> float:
+        return sum(getattr(c, attr) for c in self.calls)
+
+    @property
+    def total(self) -> int:
+        return int(self._sum("total"))
+
+    @property
+    def read(self) -> int:
+        return int(self._sum("read"))
+
+    @property
+    def limit(self) -> int:
+        return int(self._sum("limit"))
+
+    @property
+    def cost(self) -> float:
+        return self._sum("cost")
+
+    @property
+    def cost_uncached(self) -> float:
+        return self._sum("cost_uncached")
+
+    @property
+    def hit_share(self) -> float:
+        return self.read / self.total if self.total else 0.0
+
+    @property
+    def limit_share(self) -> float:
+        """Share of the limit reached: per call, the cached tokens up to its limit, over the
+        limits. (A prefix cache may read past the turn's start when an earlier request began
+        its turn the same way; that part is not counted against the limit.)"""
+        within = sum(min(c.read, c.limit) for c in self.calls)
+        return within / self.limit if self.limit else 1.0
+
+
+# ---- requests from recorded contexts ---------------------------------------------------------
+def _exchange_text(e: Exchange) -> str:
+    if isinstance(e, AssistantTurn):
+        calls = [{"name": c.name, "arguments": c.arguments} for c in e.tool_calls]
+        return (e.text or "") + (json.dumps(calls, ensure_ascii=False) if calls else "")
+    if isinstance(e, ToolResults):
+        return "\n".join(r.content for r in e.results)
+    if isinstance(e, UserNote):
+        return e.text
+    return ""
+
+
+class Tokenizer:
+    """Token ids of texts, memoized (block texts repeat across requests)."""
+
+    def __init__(self, encoding: str = tokens.DEFAULT_ENCODING) -> None:
+        self._encode = tokens.encoding(encoding).encode_ordinary
+        self._memo: dict[str, tuple[int, ...]] = {}
+
+    def __call__(self, text: str) -> tuple[int, ...]:
+        ids = self._memo.get(text)
+        if ids is None:
+            ids = self._memo[text] = tuple(self._encode(text))
+        return ids
+
+
+def request_of(
+    context: Context,
+    exchanges: Iterable[Exchange] = (),
+    *,
+    time_s: float = 0.0,
+    label: str = "",
+    tokenize: Tokenizer | None = None,
+) -> Request:
+    """A request as content blocks, in the order of the context's segments (as the Anthropic
+    wire lays them out: tools, system stretches closed by breakpoints, the tree's blocks, the
+    turn, then the tool loop); everything from the first turn segment on is the turn."""
+    tok = tokenize or Tokenizer(context.encoding)
+    out: list[Block] = []
+    pending: list[str] = []  # consecutive system or turn texts, sent as one block
+    in_turn = False
+
+    def flush(cache: bool = False) -> None:
+        if pending:
+            out.append(Block(tok("".join(pending)), cache, in_turn))
+            pending.clear()
+
+    for s in context.segments:
+        if s.section == "tools" or s.section == "tree":
+            flush()
+            if s.section == "tree":
+                mark = s.anchor if s.anchor is not None else len(s.blocks or [s.text]) - 1
+                out.extend(
+                    Block(tok(p), s.breakpoint and i == mark, in_turn) for i, p in enumerate(s.blocks or [s.text])
+                )
+            else:
+                out.append(Block(tok(s.text), s.breakpoint, in_turn))
+            continue
+        if s.section == "turn" and not in_turn:
+            flush()
+            in_turn = True
+        pending.append(s.text)
+        if s.breakpoint:
+            flush(cache=True)
+    flush()
+    out.extend(Block(tok(_exchange_text(e)), False, True) for e in exchanges)
+    return Request(tuple(out), time_s, label)
+
+
+# ---- the simulation --------------------------------------------------------------------------
+def _prefix_hashes(ids: list[int]) -> list[int]:
+    """The hash of every prefix: ``out[i]`` covers ``ids[: i + 1]``."""
+    out = []
+    h = 0
+    for t in ids:
+        h = (h * _BASE + t + 1) % _MOD
+        out.append(h)
+    return out
+
+
+class _Limit:
+    """Longest prefix of a request's part before the turn that some earlier request sent,
+    exact to the token: prefix hashes every ``STEP`` tokens find the deepest shared stretch
+    (binary search: a shared prefix's own prefixes are shared too), then the candidates'
+    tokens settle the last few."""
+
+    STEP = 32
+
+    def __init__(self) -> None:
+        self.seqs: list[array] = []  # every earlier request's token ids (all of them: a later turn may match)
+        self.marks: dict[int, list[int]] = {}  # prefix hash at k * STEP tokens -> requests sharing it
+
+    def _marks(self, ids: array) -> list[int]:
+        out = [0]
+        h = 0
+        for k in range(self.STEP, len(ids) + 1, self.STEP):
+            h = _chain(h, ids[k - self.STEP : k])
+            out.append(h)
+        return out
+
+    def measure(self, req: Request) -> int:
+        ids = array("I", (t for b in req.blocks for t in b.tokens))
+        budget = req.pre_turn
+        if not self.seqs or not budget:
+            return 0
+        marks = self._marks(ids)
+        lo, hi = 0, len(marks) - 1  # marks[0] (the empty prefix) is always shared
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if marks[mid] in self.marks:
+                lo = mid
+            else:
+                hi = mid - 1
+        start = lo * self.STEP
+        best = start
+        for i in self.marks.get(marks[lo], range(len(self.seqs))) if lo else range(len(self.seqs)):
+            seq = self.seqs[i]
+            n = start
+            end = min(len(seq), len(ids), start + self.STEP)
+            while n < end and seq[n] == ids[n]:
+                n += 1
+            best = max(best, n)
+            if best - start >= self.STEP:
+                break
+        return min(best, budget)
+
+    def add(self, req: Request) -> None:
+        ids = array("I", (t for b in req.blocks for t in b.tokens))
+        i = len(self.seqs)
+        self.seqs.append(ids)
+        for h in self._marks(ids)[1:]:
+            self.marks.setdefault(h, []).append(i)
+
+
+def _chain(h: int, ids: Iterable[int]) -> int:
+    for t in ids:
+        h = (h * _BASE + t + 1) % _MOD
+    return h
+
+
+class Simulator:
+    """Replays requests through one provider's cache model."""
+
+    def __init__(self, provider: str, model: str = "", rules: Mapping[str, Any] | None = None) -> None:
+        table = rules if rules is not None else load_rules()
+        if provider not in table:
+            raise ValueError(f"no cache rules for {provider!r}; known: {', '.join(table)}")
+        self.provider = provider
+        self.model = model
+        r = table[provider]
+        self.mode = r["mode"]
+        self.ttl = float(by_model(r.get("ttl_seconds", 300), model))
+        self.min_tokens = int(by_model(r.get("min_tokens", 1024), model))
+        self.step = int(by_model(r.get("step_tokens", 1), model))
+        self.lookback = int(by_model(r.get("lookback_blocks", 20), model))
+        self.max_breakpoints = int(by_model(r.get("max_breakpoints", 4), model))
+        self.read_mult = float(by_model(r.get("read_multiplier", 1.0), model))
+        self.write_mult = float(by_model(r.get("write_multiplier", 1.0), model))
+        self.price = float(by_model(r.get("price_per_mtok", 0.0), model)) / 1e6
+        self._entries: dict[int, float] = {}  # prefix hash -> last use (seconds)
+        self._limit = _Limit()
+        self.report = Report(provider, model)
+
+    def _alive(self, h: int, now: float) -> bool:
+        t = self._entries.get(h)
+        return t is not None and now - t <= self.ttl
+
+    def run(self, requests: Iterable[Request]) -> Report:
+        for req in requests:
+            self.step_one(req)
+        return self.report
+
+    def step_one(self, req: Request) -> CallResult:
+        limit = self._limit.measure(req)
+        if self.mode == "breakpoints":
+            read, write = self._breakpoints(req)
+        else:
+            read, write = self._prefix(req)
+        self._limit.add(req)
+        total = req.total
+        uncached = total - read - write
+        cost = self.price * (uncached + read * self.read_mult + write * self.write_mult)
+        result = CallResult(req.label, total, read, write, uncached, limit, cost, self.price * total)
+        self.report.calls.append(result)
+        return result
+
+    def _breakpoints(self, req: Request) -> tuple[int, int]:
+        now = req.time_s
+        ends: list[int] = []  # token position at the end of each block
+        hashes: list[int] = []  # prefix hash at the end of each block
+        h = pos = 0
+        for b in req.blocks:
+            h = _chain(h, b.tokens)
+            pos += len(b.tokens)
+            ends.append(pos)
+            hashes.append(h)
+        marks = [i for i, b in enumerate(req.blocks) if b.breakpoint][-self.max_breakpoints :]
+        hit = -1
+        for m in marks:
+            for k in range(m, max(-1, m - self.lookback), -1):
+                if k > hit and self._alive(hashes[k], now):
+                    hit = k
+                    break
+        read = ends[hit] if hit >= 0 else 0
+        if hit >= 0:
+            self._entries[hashes[hit]] = now
+        written_to = read
+        for m in marks:
+            if ends[m] >= self.min_tokens:
+                self._entries[hashes[m]] = now
+                written_to = max(written_to, ends[m])
+        return read, written_to - read
+
+    def _prefix(self, req: Request) -> tuple[int, int]:
+        now = req.time_s
+        ids = [t for b in req.blocks for t in b.tokens]
+        points = list(range(self.min_tokens, len(ids) + 1, max(1, self.step)))
+        if not points:
+            return 0, 0
+        hs = _prefix_hashes(ids)
+        read = 0
+        for p in reversed(points):
+            if self._alive(hs[p - 1], now):
+                read = p
+                break
+        for p in points:
+            self._entries[hs[p - 1]] = now
+        return read, 0
+
+
+def simulate(requests: list[Request], provider: str, model: str = "", rules: Mapping[str, Any] | None = None) -> Report:
+    return Simulator(provider, model, rules).run(requests)
