@@ -109,7 +109,7 @@ class _Renderer:
         if expose != "io" and not released:
             return [k for k in kids[first:] if k.kind != "tool" or expose == "full"], False
         rr = self.render_range
-        start = first + self._window(kids[first:], rr) if on_chain and rr is not None else first
+        start = self._window(kids, rr, first) if on_chain and rr is not None else first
         shown: list[Node] = []
         if start:
             bound = _key(kids[start]) if start < len(kids) else (1 << 63, "")
@@ -120,18 +120,19 @@ class _Renderer:
         shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind == "agentic")
         return shown, start > first
 
-    def _window(self, kids: list[Node], keep: int) -> int:
-        """Index of the first call shown: the last ``keep`` finished calls and what follows."""
+    def _window(self, kids: list[Node], keep: int, lo: int = 0) -> int:
+        """Index of the first call shown: the last ``keep`` finished calls (at or after ``lo``)
+        and what follows them. Walks back from the end only as far as it shows."""
         seen = 0
         i = len(kids)
-        while i > 0:
+        while i > lo:
             n = kids[i - 1]
             if n.kind == "agentic" and n.state & ENDED:
                 if seen == keep:
                     return i
                 seen += 1
             i -= 1
-        return 0
+        return lo
 
     # -- one node ---------------------------------------------------------------------------
     def mode(self, n: Node) -> int:
