@@ -341,10 +341,7 @@ def encode_protobuf(spans: Iterable[SpanData], service: str = "callctx") -> Expo
         p.kind = sp.kind  # type: ignore[assignment]
         p.start_time_unix_nano = sp.start_ns
         p.end_time_unix_nano = sp.end_ns
-        for k, v in sp.attributes.items():
-            a = p.attributes.add()
-            a.key = k
-            _pb_any(v, a.value)
+        _pb_attrs(p.attributes, sp.attributes)
         p.status.code = _STATUS_CODE.get(sp.status, 0)  # type: ignore[assignment]
         if sp.error:
             p.status.message = sp.error
@@ -352,11 +349,15 @@ def encode_protobuf(spans: Iterable[SpanData], service: str = "callctx") -> Expo
             pe = p.events.add()
             pe.name = e.name
             pe.time_unix_nano = e.time_ns
-            for k, v in e.attributes.items():
-                a = pe.attributes.add()
-                a.key = k
-                _pb_any(v, a.value)
+            _pb_attrs(pe.attributes, e.attributes)
     return req
+
+
+def _pb_attrs(target: Any, attrs: dict[str, Any]) -> None:
+    for k, v in attrs.items():
+        a = target.add()
+        a.key = k
+        _pb_any(v, a.value)
 
 
 __all__ = ["Decoded", "decode_json", "decode_protobuf", "decode_request", "encode_json", "encode_protobuf"]

@@ -82,16 +82,33 @@ class _Renderer:
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
         """Render a list of calls (the tops of a tree)."""
         shown, elided = self.select(kids, "io", False, on_chain, self.top_collapsed)
-        if self.top_collapsed is not None:
-            if on_chain:
+        self.entries(shown, elided, self.top_collapsed, indent, depth, on_chain, out)
+
+    def entries(
+        self,
+        shown: list[Node],
+        elided: bool,
+        collapsed: tuple[int, str, str] | None,
+        indent: str,
+        depth: int,
+        on_path: bool,
+        out: list[str],
+    ) -> None:
+        """The items of a list: the collapse line, the elision comment, the calls (and, under
+        ``expose=llm|full``, the model exchanges). On the path, each item start is a cut."""
+        if collapsed is not None:
+            if on_path:
                 self.marks.append(len(out))
-            out.append(f"{indent}- {{collapsed: {scalar(self.top_collapsed[2])}}}\n")
+            out.append(f"{indent}- {{collapsed: {scalar(collapsed[2])}}}\n")
         if elided:
             out.append(f"{indent}# earlier calls not shown\n")
-        for n in shown:
-            if on_chain:
+        for k in shown:
+            if on_path:
                 self.marks.append(len(out))
-            self.item(n, indent, depth, out)
+            if k.kind == "agentic":
+                self.item(k, indent, depth, out)
+            else:
+                out.append(self._exchange(k, indent))
 
     def select(
         self, kids: list[Node], expose: str, released: bool, on_chain: bool, collapsed: tuple[int, str, str] | None
@@ -202,21 +219,7 @@ class _Renderer:
             out.append(f"{inner}status: done\n")
         if kids or collapsed is not None:
             out.append(f"{inner}children:\n")
-            sub = inner + "  "
-            on_path = n in self.chain
-            if collapsed is not None:
-                if on_path:
-                    self.marks.append(len(out))
-                out.append(f"{sub}- {{collapsed: {scalar(collapsed[2])}}}\n")
-            if elided:
-                out.append(f"{sub}# earlier calls not shown\n")
-            for k in kids:
-                if on_path:
-                    self.marks.append(len(out))
-                if k.kind == "agentic":
-                    self.item(k, sub, depth + 1, out)
-                else:
-                    out.append(self._exchange(k, sub))
+            self.entries(kids, elided, collapsed, inner + "  ", depth + 1, n in self.chain, out)
         elif elided:
             out.append(f"{inner}children: []  # earlier calls not shown\n")
         elif n.kids and depth >= MAX_DEPTH and any(k.kind == "agentic" for k in n.kids):

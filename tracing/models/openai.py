@@ -32,10 +32,9 @@ def _error(e: Exception) -> ModelError:
     return ModelError("openai", str(e), status=status, retryable=retryable)
 
 
-class OpenAIChat:
-    """Chat Completions."""
+class _OpenAI:
+    """What both OpenAI APIs share: the client and the parameters."""
 
-    wire = "openai-chat"
     provider = "openai"
 
     def __init__(
@@ -52,6 +51,12 @@ class OpenAIChat:
     ) -> None:
         self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
         self.client = _client(client, api_key, base_url, timeout, max_retries)
+
+
+class OpenAIChat(_OpenAI):
+    """Chat Completions."""
+
+    wire = "openai-chat"
 
     def complete(self, request: ModelRequest) -> Reply:
         import openai
@@ -71,26 +76,10 @@ class OpenAIChat:
         return Reply(msg.content, calls, usage, r.model, choice.finish_reason)
 
 
-class OpenAIResponses:
+class OpenAIResponses(_OpenAI):
     """The Responses API."""
 
     wire = "openai-responses"
-    provider = "openai"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-    ) -> None:
-        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
-        self.client = _client(client, api_key, base_url, timeout, max_retries)
 
     def complete(self, request: ModelRequest) -> Reply:
         import openai
