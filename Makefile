@@ -20,7 +20,7 @@ demo: $(BIN)/.base
 
 test: $(BIN)/.test
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/pytest
 
 # Optional: the foreign tracing libraries and Arize Phoenix, each in .venv-extra/<name>.
 # Their tests run when these exist and are skipped otherwise.

@@ -19,12 +19,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from components import AgentInfo, Ctx, FileMemory, Skill, ToolSpec, assemble, default_registry
-from components.tokens import TokenCounter
-from components.turn import for_view
-from projection import Projection
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted
+from callctx.components import AgentInfo, Ctx, FileMemory, Skill, ToolSpec, assemble, default_registry
+from callctx.components.tokens import TokenCounter
+from callctx.components.turn import for_view
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted
 
 TRACE = "9d" * 16
 

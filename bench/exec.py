@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from components import FileMemory, Skill
-from tracing import agentic, execute, setup
-from tracing.models import ScriptedModel
+from callctx import agentic, execute, setup
+from callctx.components import FileMemory, Skill
+from callctx.models import ScriptedModel
 
 
 class Timed:

@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from projection import schema as s
-from projection.receiver import Receiver, serve_grpc, serve_http
+from callctx.projection import schema as s
+from callctx.projection.receiver import Receiver, serve_grpc, serve_http
 
 
 def make_spans(n: int) -> list:

@@ -26,12 +26,12 @@ from typing import Any
 
 import msgspec
 
-from components.cache import Request, Simulator, Tokenizer, request_of
-from components.context import Context, Segment
-from tracing import setup
-from tracing.demo import SCRIPT, SKILLS, demo_workspace, run
-from tracing.execute import CallRecord
-from tracing.models import ScriptedModel
+from callctx import setup
+from callctx.components.cache import Request, Simulator, Tokenizer, request_of
+from callctx.components.context import Context, Segment
+from callctx.demo import SCRIPT, SKILLS, demo_workspace, run
+from callctx.execute import CallRecord
+from callctx.models import ScriptedModel
 
 TARGET_LIMIT = 0.90
 STEP_S = 10.0

@@ -15,9 +15,9 @@ import argparse
 import gc
 import json
 
-from projection import Projection
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted, encode
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted, encode
 
 TARGET = 300
 TRACE = "3c" * 16

@@ -17,8 +17,8 @@ from pathlib import Path
 from opentelemetry import context, trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from projection import schema as s
-from tracing import active, agentic, setup
+from callctx import active, agentic, setup
+from callctx.projection import schema as s
 
 TARGET = 1.6
 

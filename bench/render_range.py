@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import time
 
-from projection import Projection
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted
 
 TARGET = 1.5
 TRACE = "7a" * 16

@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from projection import Projection, read_log
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted, encode
+from callctx.projection import Projection, read_log
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted, encode
 
 TARGET = 300_000
 

@@ -42,7 +42,7 @@ _BASE = 1_000_003
 def load_rules(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """The rules table: the shipped ``cache_rules.yaml``, or your own file."""
     if path is None:
-        text = (resources.files("components") / "cache_rules.yaml").read_text(encoding="utf-8")
+        text = (resources.files(__package__) / "cache_rules.yaml").read_text(encoding="utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
     rules = yaml.safe_load(text)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from projection.view import TreeView
+from callctx.projection.view import TreeView
 
 if TYPE_CHECKING:
     from .memory import MemoryBackend

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import msgspec
 
-from projection import Projection
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted
 
 from .assemble import assemble
 from .component import Registry

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from projection.view import TreeView
+from callctx.projection.view import TreeView
 
 from .ctx import Turn
 from .memory import RECALL_FAILED, fence_recall

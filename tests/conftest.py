@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tracing import setup
+from callctx import setup
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted
 
 _ids = itertools.count(1)
 

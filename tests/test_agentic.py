@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from projection import schema as s
-from tracing import Agent, agentic
+from callctx import Agent, agentic
+from callctx.projection import schema as s
 
 
 @pytest.fixture
@@ -353,7 +353,7 @@ def test_async_generator_and_aclose(runtime, spans):
 
 
 def test_without_setup_functions_still_run():
-    from tracing import active
+    from callctx import active
 
     saved = active.runtime
     active.runtime = None

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from components import (
+from callctx.components import (
     AgentInfo,
     ContextComponent,
     Ctx,
@@ -20,7 +20,7 @@ from components import (
     assemble,
     default_registry,
 )
-from components.turn import decision
+from callctx.components.turn import decision
 
 
 def _clock(dt):
@@ -262,7 +262,7 @@ def test_turn_situation_and_contracts():
 
 
 def test_turn_without_doc_omits_job_and_caps_long_paths():
-    from components.turn import artifact, passed_to
+    from callctx.components.turn import artifact, passed_to
 
     t = Turn(function="g", call_path=[f"f{i}" for i in range(20)], output_contract=passed_to("h", "x"))
     s = assemble(base_ctx(turn=t)).segment("situation").text
@@ -281,7 +281,7 @@ def test_top_level_turn_has_no_situation():
 def test_entry_point_plugins(tmp_path, monkeypatch):
     pkg = tmp_path / "callctx_plugin_demo.py"
     pkg.write_text(
-        "from components import ContextComponent\n"
+        "from callctx.components import ContextComponent\n"
         "BLOCK = ContextComponent('plugin_block', 'L1', 30, lambda ctx: '<plugin>hi</plugin>')\n"
     )
     dist = tmp_path / "callctx_plugin_demo-1.0.dist-info"

@@ -7,11 +7,11 @@ import itertools
 
 from conftest import parse
 
-from components import tokens
-from projection import Projection, read_log
-from projection.events import Collapsed
-from tracing import agentic, setup
-from tracing.models import ScriptedModel
+from callctx import agentic, setup
+from callctx.components import tokens
+from callctx.models import ScriptedModel
+from callctx.projection import Projection, read_log
+from callctx.projection.events import Collapsed
 
 BUDGET = 400
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.cache import Block, Request, Simulator, by_model, load_rules
+from callctx.components.cache import Block, Request, Simulator, by_model, load_rules
 
 
 def blocks(*sizes: int, marks: tuple[int, ...] = (), start: int = 0, turn_from: int | None = None) -> tuple[Block, ...]:
@@ -150,8 +150,8 @@ def test_rules_table_is_data():
 
 # ---- the guard and the command line ------------------------------------------------------------
 def test_guard_passes_the_default_registry_and_flags_a_timestamp():
-    from components import ContextComponent, default_registry
-    from components.guard import check
+    from callctx.components import ContextComponent, default_registry
+    from callctx.components.guard import check
 
     report = check(default_registry(plugins=False))
     assert report.ok, report.findings
@@ -184,8 +184,8 @@ def test_guard_passes_the_default_registry_and_flags_a_timestamp():
 def test_cache_and_guard_commands(runtime, tmp_path):
     import io
 
-    from tracing.cli import main
-    from tracing.demo import run
+    from callctx.cli import main
+    from callctx.demo import run
 
     run(runtime)
     runtime.close()

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from components import wire
-from projection.calls import read_calls
-from tracing.cli import EXIT_INPUT, EXIT_MISMATCH, main
-from tracing.demo import run
+from callctx.cli import EXIT_INPUT, EXIT_MISMATCH, main
+from callctx.components import wire
+from callctx.demo import run
+from callctx.projection.calls import read_calls
 
 
 def cli(*args):

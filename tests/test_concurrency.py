@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from conftest import find, here_line, parse
 
-from tracing import agentic, carry
+from callctx import agentic, carry
 
 
 def _chain_of_here(tree_text: str) -> list[dict]:

@@ -7,9 +7,9 @@ import json
 
 from conftest import parse
 
-from projection import Projection
-from projection.dialects import classify, conversation
-from projection.spans import SpanData, records
+from callctx.projection import Projection
+from callctx.projection.dialects import classify, conversation
+from callctx.projection.spans import SpanData, records
 
 T = "ef" * 16
 
@@ -96,7 +96,7 @@ def test_traceloop():
 
 
 def test_inputs_of_every_dialect_render_as_arguments():
-    from projection.events import SpanStarted
+    from callctx.projection.events import SpanStarted
 
     wrapped = '{"args": [], "kwargs": {"topic": "paris"}}'
     plain = '{"topic": "paris"}'

@@ -10,13 +10,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from sdk import ANTHROPIC_TEXT, Capture, anthropic_client, anthropic_tool_use
 
-from components.wire.exchange import ToolResults, UserNote
-from projection import schema as s
-from projection.calls import read_calls
-from tracing import Agent, agentic
-from tracing.execute import OutputValidationError
-from tracing.models import ModelError, ScriptedModel, tool_call
-from tracing.models.anthropic import AnthropicMessages
+from callctx import Agent, agentic
+from callctx.components.wire.exchange import ToolResults, UserNote
+from callctx.execute import OutputValidationError
+from callctx.models import ModelError, ScriptedModel, tool_call
+from callctx.models.anthropic import AnthropicMessages
+from callctx.projection import schema as s
+from callctx.projection.calls import read_calls
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def test_real_client_tool_loop_and_usage(runtime, spans):
 
 
 def test_exec_outside_any_call_is_a_top_level_turn(tmp_path):
-    from tracing import setup
+    from callctx import setup
 
     rt = setup(tmp_path / "events.jsonl", session_id="chat-1", model=ScriptedModel({"*": ["hi!", "fine"]}))
     seen = []
@@ -197,7 +197,7 @@ def test_exec_outside_any_call_is_a_top_level_turn(tmp_path):
 
 
 def test_memory_prefetch_reaches_the_turn(runtime, calls, tmp_path):
-    from components import FileMemory
+    from callctx.components import FileMemory
 
     mem = FileMemory(tmp_path / "m")
     (mem.workspace / "notes").mkdir(parents=True)
@@ -221,7 +221,7 @@ def test_exchanges_are_recorded_for_replay(runtime, calls):
     script(runtime, f=[tool_call("word_count", text="x y"), "2"])
     f()
     assert isinstance(calls[1].body["messages"][1]["content"][0], dict)
-    from components import record
+    from callctx.components import record
 
     runtime.close()
     found, blobs = read_calls(runtime.log_path)
@@ -252,8 +252,8 @@ def test_scripted_model_from_a_file_and_a_callable(runtime, tmp_path):
 def test_other_real_clients_parse_replies(runtime, spans, kind):
     from sdk import GEMINI_TEXT, OPENAI_TEXT, RESPONSES_TEXT, gemini_client, openai_client, openai_tool_call
 
-    from tracing.models.gemini import Gemini
-    from tracing.models.openai import OpenAIChat, OpenAIResponses
+    from callctx.models.gemini import Gemini
+    from callctx.models.openai import OpenAIChat, OpenAIResponses
 
     if kind == "openai":
         cap = Capture(openai_tool_call("word_count", {"text": "a b c"}), OPENAI_TEXT)

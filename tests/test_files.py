@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from projection import Projection, jaeger, otlp
-from projection.spans import from_log
-from tracing.cli import main
-from tracing.demo import run
+from callctx.cli import main
+from callctx.demo import run
+from callctx.projection import Projection, jaeger, otlp
+from callctx.projection.spans import from_log
 
 
 def cli(*args):
@@ -71,7 +71,7 @@ def test_jaeger_api_shape_and_ids(demo_log):
 
 
 def test_interrupted_spans_survive_the_round_trip(tmp_path):
-    from projection.events import SpanEnded, SpanStarted, encode
+    from callctx.projection.events import SpanEnded, SpanStarted, encode
 
     log = tmp_path / "crashed.jsonl"
     recs = [

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spans import Builder, leaf, node
 
-from projection import Projection
-from projection import schema as s
-from projection.dialects import classify
-from projection.events import SpanEnded, SpanStarted
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.projection.dialects import classify
+from callctx.projection.events import SpanEnded, SpanStarted
 
 
 def fold(events):

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from projection import EventLog, LogError, Projection, read_log
-from projection.events import LogHeader, SpanEnded, SpanStarted, encode
+from callctx.projection import EventLog, LogError, Projection, read_log
+from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, encode
 
 
 def _events(n=3):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from test_assemble import base_ctx
 
-from components import FileMemory, Turn, assemble
-from components.memory import MEMORY_TOOLS, fence_recall, prefetch, sanitize
+from callctx.components import FileMemory, Turn, assemble
+from callctx.components.memory import MEMORY_TOOLS, fence_recall, prefetch, sanitize
 
 
 class Broken(FileMemory):

@@ -18,9 +18,9 @@ from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 
-from projection import Projection
-from projection import schema as s
-from tracing import agentic, otel, setup
+from callctx import agentic, otel, setup
+from callctx.projection import Projection
+from callctx.projection import schema as s
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def test_joining_the_programs_own_provider(tmp_path):
 SLOW_EXIT = textwrap.dedent(
     """
     import sys, time
-    from tracing import agentic, setup
+    from callctx import agentic, setup
     rt = setup(sys.argv[1], exit_timeout=float(sys.argv[2]))
 
     @agentic
@@ -136,7 +136,6 @@ def _run_slow_exit(tmp_path, endpoint, name):
     script = tmp_path / "slow_exit.py"
     script.write_text(SLOW_EXIT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    env["PYTHONPATH"] = str(ROOT)
     if endpoint:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
     t0 = time.monotonic()
@@ -186,7 +185,6 @@ def test_opentelemetry_instrument_gets_the_call_tree_without_code_changes(tmp_pa
     bindir = Path(sys.executable).parent
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
         "CALLCTX_LOG": str(log),
         "OTEL_TRACES_EXPORTER": "none",
         "OTEL_METRICS_EXPORTER": "none",

@@ -16,10 +16,10 @@ from datetime import datetime
 import pytest
 from extras import venv_python
 
-from projection import Projection
-from projection.spans import SpanData, records
-from tracing import setup
-from tracing.demo import run
+from callctx import setup
+from callctx.demo import run
+from callctx.projection import Projection
+from callctx.projection.spans import SpanData, records
 
 pytestmark = pytest.mark.phoenix
 PROJECT = "callctx-e2e"

@@ -7,9 +7,9 @@ import random
 
 from conftest import parse
 
-from projection import Projection
-from projection.log import read_log
-from tracing import agentic
+from callctx import agentic
+from callctx.projection import Projection
+from callctx.projection.log import read_log
 
 
 def _common_lines(a: str, b: str) -> int:

@@ -14,12 +14,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from projection import Projection
-from projection.otlp import encode_json, encode_protobuf
-from projection.receiver import Receiver, serve_grpc, serve_http
-from projection.spans import SpanData
-from tracing.cli import context_view
-from tracing.demo import run
+from callctx.cli import context_view
+from callctx.demo import run
+from callctx.projection import Projection
+from callctx.projection.otlp import encode_json, encode_protobuf
+from callctx.projection.receiver import Receiver, serve_grpc, serve_http
+from callctx.projection.spans import SpanData
 
 
 @pytest.fixture

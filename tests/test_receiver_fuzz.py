@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projection import Projection, read_log
-from projection.otlp import encode_json, encode_protobuf
-from projection.receiver import Receiver, serve_http
-from projection.spans import SpanData
+from callctx.projection import Projection, read_log
+from callctx.projection.otlp import encode_json, encode_protobuf
+from callctx.projection.receiver import Receiver, serve_http
+from callctx.projection.spans import SpanData
 
 
 def valid_spans(n: int, payload: str = "x") -> list[SpanData]:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from conftest import parse
 
-from projection import Projection
-from projection.events import LogHeader, decode
-from tracing import agentic
-from tracing.demo import run
+from callctx import agentic
+from callctx.demo import run
+from callctx.projection import Projection
+from callctx.projection.events import LogHeader, decode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def test_log_write_failures_are_kept_and_retried_in_order(runtime, monkeypatch):
 KILLED = textwrap.dedent(
     """
     import sys
-    from tracing import agentic, setup
+    from callctx import agentic, setup
 
     rt = setup(sys.argv[1])
 
@@ -113,7 +113,7 @@ def test_sigkill_mid_run_leaves_a_replayable_log(tmp_path):
     log_path = tmp_path / "events.jsonl"
     script = tmp_path / "killed.py"
     script.write_text(KILLED)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, str(script), str(log_path)], stdout=subprocess.PIPE, env=env)
     assert proc.stdout.readline().strip() == b"ready"
     time.sleep(0.3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from components import (
+from callctx.components import (
     AgentInfo,
     Ctx,
     DeferredTool,
@@ -16,8 +16,8 @@ from components import (
     ToolSpec,
     assemble,
 )
-from components.turn import for_view
-from tracing.demo import run
+from callctx.components.turn import for_view
+from callctx.demo import run
 
 SEED_ORDER = [
     "<identity>",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import find, here_line, parse
 
-from tracing.demo import run
+from callctx.demo import run
 
 
 def _moments(runtime):

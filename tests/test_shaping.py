@@ -9,10 +9,10 @@ import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from projection import Projection
-from projection import schema as s
-from tracing import agentic
-from tracing.shaping import REDACTED, Shaper, ShapingExporter, estimated_size, shrink_json, truncate
+from callctx import agentic
+from callctx.projection import Projection
+from callctx.projection import schema as s
+from callctx.shaping import REDACTED, Shaper, ShapingExporter, estimated_size, shrink_json, truncate
 
 SECRETS = [
     "sk-proj-abcdefghijklmnopqrstuvwx1234",
@@ -88,7 +88,7 @@ def test_span_cap_and_request_split(runtime):
     # the local log keeps every byte
     p = Projection.from_log(runtime.log_path)
     assert p.events == 24
-    from projection import read_log
+    from callctx.projection import read_log
 
     ends = [r for r in read_log(runtime.log_path) if type(r).__name__ == "SpanEnded"]
     assert all("sk-proj-abcdefghijklmnopqrstuvwx1234" in r.attributes[s.OUTPUT_VALUE] for r in ends)

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from components import tokens
-from tracing.demo import run
+from callctx.components import tokens
+from callctx.demo import run
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
@@ -64,9 +64,9 @@ def test_chunk_sums_on_random_trees():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from projection import Projection
-    from projection import schema as s
-    from projection.events import SpanEnded, SpanStarted
+    from callctx.projection import Projection
+    from callctx.projection import schema as s
+    from callctx.projection.events import SpanEnded, SpanStarted
 
     c = tokens.TokenCounter()
     words = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)

@@ -21,11 +21,11 @@ from sdk import (
 )
 from test_seed_context import seed_ctx
 
-from components import Attachment, assemble, wire
-from components.wire.anthropic import count_breakpoints
-from components.wire.exchange import AssistantTurn, ToolCall, ToolResult, ToolResults, UserNote
-from components.wire.params import Params
-from tracing.models.gemini import sdk_arguments
+from callctx.components import Attachment, assemble, wire
+from callctx.components.wire.anthropic import count_breakpoints
+from callctx.components.wire.exchange import AssistantTurn, ToolCall, ToolResult, ToolResults, UserNote
+from callctx.components.wire.params import Params
+from callctx.models.gemini import sdk_arguments
 
 EXCHANGES = [
     AssistantTurn("Let me search.", [ToolCall("call_1", "arxiv_search", {"q": "agents"})]),

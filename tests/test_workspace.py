@@ -7,9 +7,9 @@ import os
 import pytest
 from test_assemble import base_ctx
 
-from components import assemble
-from components.injection import PATTERNS, scan
-from components.workspace import MAX_WORKSPACE_CHARS
+from callctx.components import assemble
+from callctx.components.injection import PATTERNS, scan
+from callctx.components.workspace import MAX_WORKSPACE_CHARS
 
 
 def test_pi_shield_precedes_workspace_files(tmp_path):

@@ -8,10 +8,10 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from projection import schema as s
-from projection.events import SpanEnded, SpanStarted
-from projection.fold import Projection
-from projection.yamltext import is_plain, key_value, scalar, value_lines
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted
+from callctx.projection.fold import Projection
+from callctx.projection.yamltext import is_plain, key_value, scalar, value_lines
 
 text = st.text(st.characters(codec="utf-8"), max_size=60)
 tricky = st.sampled_from(

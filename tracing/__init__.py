@@ -1,8 +1,41 @@
-"""callctx tracing: ``@agentic`` calls as OpenTelemetry spans, folded into a live call tree."""
+"""callctx: build what each LLM call of an agent sees from the agent's own OpenTelemetry trace.
+
+The public API is the names below; everything else is reached through the subpackages
+``callctx.projection`` (events, the event log, the fold, rendering) and
+``callctx.components`` (context components, assembly, wire formats, the cache simulator).
+
+* Instrumenting an agent: :func:`agentic`, :class:`Agent`, :func:`setup` (returns the
+  :class:`Runtime`), :func:`carry` (the current call into a thread).
+* Models: :func:`model` (a client from ``provider:model``), :class:`ScriptedModel` (the
+  offline default), :func:`tool_call`, :class:`ModelError`.
+* Reading a trace: :class:`Projection` (live, or replayed from a log).
+* Context components: :class:`ContextComponent`, :class:`Registry`, :func:`default_registry`,
+  :class:`Ctx`, :class:`FileMemory`.
+"""
 
 from .agent import Agent
+from .components import ContextComponent, Ctx, FileMemory, Registry, default_registry
 from .decorator import agentic
+from .models import ModelError, ScriptedModel, tool_call
+from .models import resolve as model
+from .projection import Projection
 from .runtime import Runtime, setup
 from .threads import carry
 
-__all__ = ["Agent", "Runtime", "agentic", "carry", "setup"]
+__all__ = [
+    "Agent",
+    "ContextComponent",
+    "Ctx",
+    "FileMemory",
+    "ModelError",
+    "Projection",
+    "Registry",
+    "Runtime",
+    "ScriptedModel",
+    "agentic",
+    "carry",
+    "default_registry",
+    "model",
+    "setup",
+    "tool_call",
+]

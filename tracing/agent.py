@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from . import active
 
 if TYPE_CHECKING:
-    from components.ctx import Attachment
+    from callctx.components.ctx import Attachment
 
     from .runtime import Runtime
 

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from components import record, wire
-from components.context import Context, Segment
-from projection import LogError
-from projection.calls import ModelCall, read_calls
-from projection.log import Damage
+from callctx.components import record, wire
+from callctx.components.context import Context, Segment
+from callctx.projection import LogError
+from callctx.projection.calls import ModelCall, read_calls
+from callctx.projection.log import Damage
 
 EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
 
@@ -256,7 +256,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import signal
     import threading
 
-    from projection.receiver import Receiver, serve_grpc, serve_http
+    from callctx.projection.receiver import Receiver, serve_grpc, serve_http
 
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
     rx = Receiver(args.log, max_body=args.max_body, token=token, context_view=context_view)
@@ -281,7 +281,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from projection import jaeger, otlp, spans
+    from callctx.projection import jaeger, otlp, spans
 
     if not Path(args.log).exists():
         raise CliError(f"no event log at {args.log}")
@@ -300,9 +300,9 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from projection import EventLog, Projection, jaeger, otlp
-    from projection.events import encode
-    from projection.spans import records
+    from callctx.projection import EventLog, Projection, jaeger, otlp
+    from callctx.projection.events import encode
+    from callctx.projection.spans import records
 
     src = Path(args.file)
     if not src.exists():
@@ -339,7 +339,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from components import cache
+    from callctx.components import cache
 
     calls, blobs = load_calls(args.log, err)
     if not calls:
@@ -428,7 +428,7 @@ def chart_html(report: Any) -> str:
 def cmd_guard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import importlib
 
-    from components.guard import check
+    from callctx.components.guard import check
 
     registry = None
     if args.registry:

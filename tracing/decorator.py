@@ -20,7 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from projection import schema as s
+from callctx.projection import schema as s
 
 from . import active
 from .payload import Binder, output_attributes, to_json

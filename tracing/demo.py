@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from components.ctx import Skill
-from components.memory import FileMemory
-from components.turn import decision, passed_to
+from callctx.components.ctx import Skill
+from callctx.components.memory import FileMemory
+from callctx.components.turn import decision, passed_to
 
 from . import Agent, agentic
 from .execute import CallRecord

@@ -19,15 +19,15 @@ import msgspec
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from components import assemble, record, wire
-from components.context import Context
-from components.ctx import AgentInfo, Attachment, Ctx, Turn
-from components.memory import prefetch
-from components.turn import for_view
-from components.wire.exchange import AssistantTurn, Exchange, ToolResult, ToolResults, UserNote
-from projection import schema as s
-from projection.events import Blob, encode
-from projection.spans import BLOB_EVENT
+from callctx.components import assemble, record, wire
+from callctx.components.context import Context
+from callctx.components.ctx import AgentInfo, Attachment, Ctx, Turn
+from callctx.components.memory import prefetch
+from callctx.components.turn import for_view
+from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResult, ToolResults, UserNote
+from callctx.projection import schema as s
+from callctx.projection.events import Blob, encode
+from callctx.projection.spans import BLOB_EVENT
 
 from .decorator import traced_call
 from .models.base import ModelError, ModelRequest, Reply

@@ -14,7 +14,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from projection.otlpjson import ids_to_hex
+from callctx.projection.otlpjson import ids_to_hex
 
 
 class OtlpJsonFile(SpanExporter):

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from projection import schema as s
+from callctx.projection import schema as s
 
 log = logging.getLogger("callctx.tracing")
 

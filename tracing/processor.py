@@ -17,9 +17,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import StatusCode
 
-from projection import Projection
-from projection.events import SpanEnded, SpanStarted, encode
-from projection.log import EventLog
+from callctx.projection import Projection
+from callctx.projection.events import SpanEnded, SpanStarted, encode
+from callctx.projection.log import EventLog
 
 log = logging.getLogger("callctx.processor")
 

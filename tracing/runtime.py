@@ -22,12 +22,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from components import Registry, default_registry, tokens
-from components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
-from components.memory import MemoryBackend
-from projection import Projection, TreeView
-from projection.fold import DEFAULT_OUTPUT_LIMIT
-from projection.log import EventLog, FsyncPolicy, blob_hashes
+from callctx.components import Registry, default_registry, tokens
+from callctx.components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
+from callctx.components.memory import MemoryBackend
+from callctx.projection import Projection, TreeView
+from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
+from callctx.projection.log import EventLog, FsyncPolicy, blob_hashes
 
 from . import active, otel
 from .execute import CallRecord, capture_default, execute, write_blobs

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from components.ctx import ToolSpec
+from callctx.components.ctx import ToolSpec
 
 _P = inspect.Parameter
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.wire.exchange import ToolCall
-from components.wire.params import Params
+from callctx.components.wire.exchange import ToolCall
+from callctx.components.wire.params import Params
 
 from .base import ModelError, ModelRequest, Reply, Usage
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from components.context import Context
-from components.wire.exchange import ToolCall
-from components.wire.params import Params
+from callctx.components.context import Context
+from callctx.components.wire.exchange import ToolCall
+from callctx.components.wire.params import Params
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.wire.exchange import ToolCall
-from components.wire.params import Params
+from callctx.components.wire.exchange import ToolCall
+from callctx.components.wire.params import Params
 
 from .base import ModelError, ModelRequest, Reply, Usage
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from components import tokens
-from components.wire.exchange import ToolCall
-from components.wire.params import Params
+from callctx.components import tokens
+from callctx.components.wire.exchange import ToolCall
+from callctx.components.wire.params import Params
 
 from .base import ModelRequest, Reply, Usage
 
