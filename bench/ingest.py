@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from callctx.projection import schema as s
-from callctx.projection.receiver import Receiver, serve_grpc, serve_http
+from callctx.serve import Receiver, serve_grpc, serve_http
 
 
 def make_spans(n: int) -> list:
@@ -89,7 +89,7 @@ def main() -> None:
             exporter = HttpExporter(endpoint=f"http://127.0.0.1:{server.server_port}/v1/traces")
         else:
             server = serve_grpc(rx, "127.0.0.1", 0)
-            exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.bound_port}", insecure=True)
+            exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.port}", insecure=True)
         elapsed = push(exporter, spans, args.batch)
         assert rx.stats.spans == n, (rx.stats.spans, n)
         results[protocol] = (elapsed, rx.stats)

@@ -2,8 +2,39 @@
 
 The log is the source of truth: the live projection is a cache of it, and any moment of any
 run can be rebuilt by replaying it. Writes go straight to the file descriptor (no user-space
-buffer), so a process killed at any point leaves every fully written record on disk; a record
-torn by a crash mid-write is the only possible damage, and readers drop it with a warning.
+buffer), one ``write(2)`` per record on an ``O_APPEND`` descriptor.
+
+Durability contract
+-------------------
+* ``EventLog.write`` returns ``True`` once the whole record is in the file (in the kernel's page
+  cache). From then on a crash of the process (an exception, ``os._exit``, ``SIGKILL``, the OOM
+  killer) cannot lose it. A power cut or a kernel crash can still lose what the OS had not
+  flushed to the disk yet: with ``fsync="never"`` that is whatever was written since the OS last
+  wrote back (on Linux typically up to ~30 s); with a number of seconds, the records since the
+  last fsync (at most that many seconds of them); with ``"always"``, nothing ``write`` returned
+  ``True`` for. ``close`` always fsyncs.
+* ``write`` returns ``False`` when the record could not be written (a full disk: ``ENOSPC``,
+  ``EDQUOT``; ``EIO``...). It never raises for that: the record is kept in memory, in a bounded
+  backlog (100,000 records or 256 MiB, whichever comes first; past that, further records are
+  dropped and counted), and retried, in order, before the next record and at ``close``. Until
+  then it exists only in this process: a ``SIGKILL`` loses the backlog, as does a disk that is
+  still full at ``close``. The user sees one warning when the log starts failing, one info line
+  when it writes again, and, only if records were lost, one error at ``close``
+  ("N records could not be written to PATH").
+* A write cut short (a full disk, a process killed in the middle of a large record) leaves at
+  most one fragment: a line start without its end. It costs only that fragment. A writer that
+  cut its own record short overwrites the fragment with spaces (a blank line) when it can, and
+  always starts its next record on a fresh line; a writer that opens a log whose last line is
+  unfinished does the same. Readers skip whatever fragments remain with a warning (reported as
+  ``Damage(torn=True)``), including a fragment that another process's record was appended to
+  (that record is read).
+* The file is never truncated or rewritten: opening a log changes nothing in it, and the only
+  bytes ever overwritten are a writer's own fragment.
+* Several writers, threads or processes, each with its own ``EventLog``, may append to one file
+  at the same time: records are whole ``O_APPEND`` writes, so they never interleave within a
+  record (on local filesystems; not on NFS). Each writer's records keep their order. When
+  several writers create the file at once it may get more than one header; readers yield the
+  first and skip the others.
 """
 
 from __future__ import annotations
@@ -13,6 +44,7 @@ import os
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +61,13 @@ FsyncPolicy = Literal["always", "never"] | float
 leave it to the OS and fsync on close (survives a process crash, not a power cut); a number:
 fsync at most once per that many seconds."""
 
+BACKLOG_RECORDS = 100_000
+"""At most this many records wait in memory for a log that cannot be written..."""
+BACKLOG_BYTES = 256 << 20
+"""...and at most this many bytes of them; further records are dropped (and counted)."""
+
 _CHUNK = 1 << 22
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
 class LogError(Exception):
@@ -38,7 +76,12 @@ class LogError(Exception):
 
 @dataclass(frozen=True)
 class Damage:
-    """A record that could not be read: where it was and why."""
+    """A record that could not be read: where it was and why.
+
+    ``torn``: the start of a record whose end was never written (a crash or a full disk in the
+    middle of a write); expected after one, and never an error, even in strict mode. Otherwise
+    the bytes are corrupt.
+    """
 
     line: int
     offset: int
@@ -47,54 +90,198 @@ class Damage:
 
 
 class EventLog:
-    """Appends records to a log file created with mode 0600.
+    """Appends records to a log file created with mode 0600 (and a :class:`LogHeader` first).
 
-    Thread-safe; safe to share a file between processes (``O_APPEND`` writes of whole lines).
+    Thread-safe (one lock); any number of ``EventLog`` objects, in any processes, may append to
+    the same file. ``write`` never raises for a failing disk: see the module's durability
+    contract.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: FsyncPolicy = "never") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncPolicy = "never",
+        backlog_records: int = BACKLOG_RECORDS,
+        backlog_bytes: int = BACKLOG_BYTES,
+    ) -> None:
         if not (fsync in ("always", "never") or isinstance(fsync, (int, float))):
             raise ValueError(f"fsync must be 'always', 'never' or a number of seconds, not {fsync!r}")
         self.path = Path(path)
         self.fsync = fsync
         self._lock = threading.Lock()
         self._last_sync = time.monotonic()
+        self._backlog: deque[bytes] = deque()
+        self._backlog_size = 0  # bytes in the backlog
+        self._max_records = backlog_records
+        self._max_bytes = backlog_bytes
+        self._dropped = 0  # records refused because the backlog was full
+        self._failing = False  # between a failed write and the next write that empties the backlog
+        self._sync_failing = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _cut_torn_tail(self.path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        flags = os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:  # readable too, to look at the last byte of the file
+            self._fd = os.open(self.path, os.O_RDWR | flags, 0o600)
+        except PermissionError:
+            self._fd = os.open(self.path, os.O_WRONLY | flags, 0o600)
+        # Does the file end on a line boundary? False: start the next record with a newline;
+        # None: not known (after a failed write), look before writing.
+        self._at_line_start: bool | None = self._ends_with_newline()
         if os.fstat(self._fd).st_size == 0:
             self.append(LogHeader(created_ns=time.time_ns()))
 
-    def append(self, record: Record) -> None:
-        self.write(encode(record))
+    # ---- writing ---------------------------------------------------------------------------
+    def append(self, record: Record) -> bool:
+        """Append one record; see :meth:`write`."""
+        return self.write(encode(record))
 
-    def write(self, line: bytes) -> None:
-        """Append one encoded record (must end with a newline)."""
+    def write(self, line: bytes) -> bool:
+        """Append one encoded record (a newline is added if it lacks one).
+
+        ``True``: the record is in the file. ``False``: the file cannot be written (disk full...);
+        the record is kept in memory and retried before the next one and at :meth:`close`.
+        Raises ``ValueError`` only when the log is closed.
+        """
+        if not line.endswith(b"\n"):
+            line = bytes(line) + b"\n"
         with self._lock:
-            fd = self._fd
-            if fd < 0:
+            if self._fd < 0:
                 raise ValueError(f"event log {self.path} is closed")
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self.fsync == "never":
-                return
-            if self.fsync == "always":
-                os.fsync(fd)
-                return
-            now = time.monotonic()
-            if now - self._last_sync >= self.fsync:
-                os.fsync(fd)
-                self._last_sync = now
+            if (self._backlog and not self._drain()) or not self._put(line):
+                self._keep(line)
+                return False
+            self._sync()
+            if self._failing:
+                self._recovered()
+            return True
 
+    def _put(self, line: bytes) -> bool:
+        """One ``write(2)`` of one record, on a fresh line. False when it did not all get there."""
+        fd = self._fd
+        if self._at_line_start is None:
+            self._at_line_start = self._ends_with_newline()
+        data = line if self._at_line_start else b"\n" + line
+        try:
+            n = os.write(fd, data)
+        except OSError as e:
+            self._failed(str(e))
+            self._at_line_start = None  # whatever happened, look before the next write
+            return False
+        if n == len(data):
+            self._at_line_start = True
+            return True
+        self._failed(f"a write was cut short ({n} of {len(data)} bytes)")
+        if n:
+            self._blank(data, n)
+        self._at_line_start = False
+        return False
+
+    def _ends_with_newline(self) -> bool:
+        """Is the file empty or its last byte a newline? (False when it cannot be read: a fresh
+        line then costs at most a blank line.)"""
+        try:
+            size = os.fstat(self._fd).st_size
+            return size == 0 or os.pread(self._fd, 1, size - 1) == b"\n"
+        except OSError:
+            return False
+
+    def _blank(self, data: bytes, n: int) -> None:
+        """Overwrite with spaces the first ``n`` bytes of ``data``, just appended by a short write.
+
+        An ``O_APPEND`` write leaves the descriptor's offset at the end of what it wrote, so the
+        fragment's place is known exactly (another process may have appended after it, never into
+        it). The bytes are checked before they are overwritten; on any doubt the fragment stays,
+        and readers skip it as torn.
+        """
+        try:
+            start = os.lseek(self._fd, 0, os.SEEK_CUR) - n
+            if start < 0:
+                return
+            fd = os.open(self.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))  # no O_APPEND: pwrite in place
+        except OSError:
+            return
+        try:
+            ours, there = os.fstat(self._fd), os.fstat(fd)
+            if (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino):
+                return
+            if os.pread(fd, n, start) == data[:n]:
+                os.pwrite(fd, b" " * n, start)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def _keep(self, line: bytes) -> None:
+        if len(self._backlog) >= self._max_records or self._backlog_size + len(line) > self._max_bytes:
+            self._dropped += 1
+            return
+        self._backlog.append(line)
+        self._backlog_size += len(line)
+
+    def _drain(self) -> bool:
+        """Write the backlog, oldest first; True when it is empty."""
+        backlog = self._backlog
+        while backlog:
+            if not self._put(backlog[0]):
+                return False
+            self._backlog_size -= len(backlog.popleft())
+        return True
+
+    def _failed(self, reason: str) -> None:
+        if not self._failing:
+            self._failing = True
+            log.warning(
+                "event log %s: cannot append (%s); keeping records in memory and retrying",
+                self.path,
+                reason,
+            )
+
+    def _recovered(self) -> None:
+        self._failing = False
+        dropped = f"; {self._dropped} records lost so far" if self._dropped else ""
+        log.info("event log %s: appending again, records kept in memory written%s", self.path, dropped)
+
+    def _sync(self) -> None:
+        """fsync after a record, as the policy asks."""
+        policy = self.fsync
+        if policy == "never":
+            return
+        if policy != "always":
+            now = time.monotonic()
+            if now - self._last_sync < policy:
+                return
+            self._last_sync = now
+        self._fsync()
+
+    def _fsync(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as e:
+            if not self._sync_failing:
+                self._sync_failing = True
+                log.warning("event log %s: fsync failed (%s); records may not survive a power cut", self.path, e)
+        else:
+            self._sync_failing = False
+
+    # ---- closing ---------------------------------------------------------------------------
     def close(self) -> None:
+        """Write what waits in memory, fsync and close (again: nothing)."""
         with self._lock:
-            if self._fd >= 0:
-                try:
-                    os.fsync(self._fd)
-                finally:
-                    os.close(self._fd)
-                    self._fd = -1
+            if self._fd < 0:
+                return
+            lost = 0
+            try:
+                if self._drain() and self._failing:
+                    self._recovered()
+                lost = len(self._backlog) + self._dropped
+                self._fsync()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
+                self._backlog.clear()
+                self._backlog_size = 0
+                if lost:
+                    log.error("event log %s: %d records could not be written to %s", self.path, lost, self.path)
 
     @property
     def closed(self) -> bool:
@@ -107,38 +294,7 @@ class EventLog:
         self.close()
 
 
-def _cut_torn_tail(path: Path) -> None:
-    """Before appending to an existing log, drop a torn last record so new lines stay whole."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    if size == 0:
-        return
-    with open(path, "rb+") as f:
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        keep = _last_newline(f, size)
-        log.warning("event log %s: dropping a torn last record (%d bytes)", path, size - keep)
-        f.truncate(keep)
-
-
-def _last_newline(f, size: int) -> int:
-    """Offset just past the last newline of the file (0 if there is none)."""
-    pos = size
-    while pos > 0:
-        step = min(1 << 16, pos)
-        pos -= step
-        f.seek(pos)
-        chunk = f.read(step)
-        i = chunk.rfind(b"\n")
-        if i >= 0:
-            return pos + i + 1
-    return 0
-
-
-_BLOB_LINE = re.compile(rb'^\{"e":"blob","hash":"([0-9a-f]{64})"', re.M)
+_BLOB_LINE = re.compile(rb'^\s*\{"e":"blob","hash":"([0-9a-f]{64})"', re.M)
 
 
 def blob_hashes(path: str | os.PathLike[str]) -> set[str]:
@@ -157,14 +313,22 @@ def blob_hashes(path: str | os.PathLike[str]) -> set[str]:
     return found
 
 
+_HEADER = b'{"e":"log"'  # how every header starts (msgspec writes the tag first)
+_RECORD_START = b'{"e":"'  # ...and every record: quotes inside strings are escaped, so never there
+_SALVAGE_TRIES = 64
+
+
 def read_log(
     path: str | os.PathLike[str], *, strict: bool = False, damage: list[Damage] | None = None
 ) -> Iterator[Record]:
     """Yield every readable record of a log, in order.
 
-    A torn last record (no final newline) is dropped with a warning. A damaged record in the
-    middle is skipped with a warning naming its line, or raises :class:`LogError` when
-    ``strict``. Each problem is also appended to ``damage`` when given.
+    A torn record (the start of a record whose write was cut short: no final newline, or a
+    fragment in the middle) is dropped with a warning; a record appended right after a fragment
+    is still read. Any other damaged record is skipped with a warning naming its line, or
+    raises :class:`LogError` when ``strict``. Each problem is also appended to ``damage`` when
+    given. Only the first :class:`LogHeader` is yielded (writers creating the file together may
+    each have written one).
     """
     p = Path(path)
     try:
@@ -177,6 +341,7 @@ def read_log(
         line_no = 0
         offset = 0
         rest = b""
+        header_seen = False
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
@@ -185,14 +350,20 @@ def read_log(
             end = buf.rfind(b"\n") + 1
             rest = buf[end:]
             if end:
-                yield from _decode_block(buf[:end], p, line_no, offset, strict, damage)
+                records = _decode_block(buf[:end], p, line_no, offset, strict, damage)
+                if buf.find(_HEADER, 0, end) < 0:
+                    yield from records
+                else:  # rare: only the blocks holding a header pay for this loop
+                    for rec in records:
+                        if type(rec) is LogHeader:
+                            if header_seen:
+                                continue
+                            header_seen = True
+                        yield rec
                 line_no += buf.count(b"\n", 0, end)
                 offset += end
-        if rest:
-            problem = Damage(line_no + 1, offset, "torn last record (no final newline)", True)
-            log.warning("event log %s: line %d: %s; dropped", p, problem.line, problem.reason)
-            if damage is not None:
-                damage.append(problem)
+        if rest.strip():
+            _report(Damage(line_no + 1, offset, "torn last record (no final newline)", True), p, damage)
 
 
 def _decode_block(
@@ -201,7 +372,7 @@ def _decode_block(
     try:
         yield from decode_lines(block)
         return
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _DECODE_ERRORS:
         pass
     # Slow path: find the bad lines one by one.
     pos = 0
@@ -212,10 +383,54 @@ def _decode_block(
             continue
         try:
             yield decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
-            problem = Damage(i, offset + start, f"unreadable record: {e}", False)
-            if strict:
-                raise LogError(f"event log {path}: line {i}: {problem.reason}") from None
-            log.warning("event log %s: line %d: %s; skipped", path, i, problem.reason)
-            if damage is not None:
-                damage.append(problem)
+            continue
+        except _DECODE_ERRORS as e:
+            error = e
+        rec, cut = _salvage(line)
+        if rec is not None:  # a fragment, then a whole record appended to it
+            error = _decode_error(line[:cut])
+            line = line[:cut]
+        if error is not None:
+            if _is_torn(error):
+                problem = Damage(i, offset + start, f"torn record ({len(line)} bytes, its write was cut short)", True)
+            else:
+                problem = Damage(i, offset + start, f"unreadable record: {error}", False)
+                if strict:
+                    raise LogError(f"event log {path}: line {i}: {problem.reason}") from None
+            _report(problem, path, damage)
+        if rec is not None:
+            yield rec
+
+
+def _salvage(line: bytes) -> tuple[Record | None, int]:
+    """(the whole record that ends an unreadable line, where it starts) or (None, 0)."""
+    cut = line.find(_RECORD_START, 1)
+    for _ in range(_SALVAGE_TRIES):
+        if cut < 0:
+            break
+        try:
+            return decode(line[cut:]), cut
+        except _DECODE_ERRORS:
+            cut = line.find(_RECORD_START, cut + 1)
+    return None, 0
+
+
+def _decode_error(fragment: bytes) -> Exception | None:
+    if not fragment.strip():
+        return None
+    try:
+        decode(fragment)
+    except _DECODE_ERRORS as e:
+        return e
+    return ValueError("a record and another glued to it")  # cannot happen: a JSON value ends at its }
+
+
+def _is_torn(error: Exception) -> bool:
+    """Is this the error of a record cut short (a valid start of JSON that just stops)?"""
+    return isinstance(error, msgspec.DecodeError) and "truncated" in str(error)
+
+
+def _report(problem: Damage, path: Path, damage: list[Damage] | None) -> None:
+    log.warning("event log %s: line %d: %s; skipped", path, problem.line, problem.reason)
+    if damage is not None:
+        damage.append(problem)

@@ -11,7 +11,7 @@ import pytest
 from conftest import find, parse
 from extras import ROOT, venv_python
 
-from callctx.projection.receiver import Receiver, serve_http
+from callctx.serve import Receiver, serve_http
 
 PLANNER = [{"function": "planner", "output": "plan: notes on paris-0 paris-1",
             "children": [{"function": "researcher", "status": "done"}]}]  # fmt: skip

@@ -14,20 +14,19 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from callctx.cli import context_view
 from callctx.demo import run
 from callctx.projection import Projection
 from callctx.projection.otlp import encode_json, encode_protobuf
-from callctx.projection.receiver import Receiver, serve_grpc, serve_http
 from callctx.projection.spans import SpanData
+from callctx.serve import Receiver, serve_grpc, serve_http
 
 
 @pytest.fixture
 def server(tmp_path):
-    rx = Receiver(tmp_path / "received.jsonl", max_body=1 << 20, context_view=context_view)
+    rx = Receiver(tmp_path / "received.jsonl", max_body=1 << 20)
     http_server = serve_http(rx, "127.0.0.1", 0)
     grpc_server = serve_grpc(rx, "127.0.0.1", 0)
-    yield rx, http_server.server_port, grpc_server.bound_port
+    yield rx, http_server.server_port, grpc_server.port
     http_server.shutdown()
     grpc_server.stop(0)
     rx.close()

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from callctx.projection import Projection, read_log
 from callctx.projection.otlp import encode_json, encode_protobuf
-from callctx.projection.receiver import Receiver, serve_http
 from callctx.projection.spans import SpanData
+from callctx.serve import Receiver, serve_http
 
 
 def valid_spans(n: int, payload: str = "x") -> list[SpanData]:

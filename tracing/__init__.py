@@ -13,12 +13,13 @@ The public API is the names below; everything else is reached through the subpac
   :class:`Ctx`, :class:`FileMemory`.
 """
 
+from callctx.components import ContextComponent, Ctx, FileMemory, Registry, default_registry
+from callctx.projection import Projection
+
 from .agent import Agent
-from .components import ContextComponent, Ctx, FileMemory, Registry, default_registry
 from .decorator import agentic
 from .models import ModelError, ScriptedModel, tool_call
 from .models import resolve as model
-from .projection import Projection
 from .runtime import Runtime, setup
 from .threads import carry
 

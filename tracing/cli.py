@@ -21,6 +21,8 @@ from callctx.projection import LogError
 from callctx.projection.calls import ModelCall, read_calls
 from callctx.projection.log import Damage
 
+from .recorded import Unrebuildable, rebuild
+
 EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
 
 
@@ -147,16 +149,15 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     calls, blobs = load_calls(args.log, err)
     call = pick(calls, args.at, args.log)
-    m, context = restored(call, blobs)
     try:
-        body = record.rebuild(m, blobs)
-    except (record.RecordError, ValueError) as e:
-        raise CliError(f"cannot rebuild call {call.index}: {e}", EXIT_MISMATCH) from None
-    actual = wire.request_hash(body)
-    if actual != m.request:
+        done = rebuild(call, blobs)
+    except Unrebuildable as e:
+        raise CliError(str(e), EXIT_MISMATCH) from None
+    m, context, body = done.manifest, done.context, done.body
+    if not done.verified:
         raise CliError(
             f"call {call.index}: the rebuilt request does not match what was sent "
-            f"(sha256 {actual[:16]}… vs recorded {m.request[:16]}…)",
+            f"(sha256 {wire.request_hash(body)[:16]}… vs recorded {m.request[:16]}…)",
             EXIT_MISMATCH,
         )
     target = wire.resolve(args.provider) if args.provider else m.wire
@@ -230,42 +231,21 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def context_view(manifest_json: str, blobs: dict[str, str]) -> dict:
-    """A recorded call as JSON for ``callctx serve``: its blocks, and the request rebuilt and checked."""
-    m = record.manifest(manifest_json)
-    context, _ = record.restore(m, blobs)
-    body = record.rebuild(m, blobs)
-    return {
-        "wire": m.wire,
-        "model": m.params.model,
-        "request_sha256": m.request,
-        "verified": wire.request_hash(body) == m.request,
-        "tokens": context.tokens,
-        "cacheable_tokens": context.cacheable_tokens,
-        "segments": [
-            {"component": s.component, "layer": s.layer, "section": s.section, "tokens": s.tokens,
-             "breakpoint": s.breakpoint, "text": s.text}
-            for s in context.segments
-        ],
-        "request": body,
-    }  # fmt: skip
-
-
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import os
     import signal
     import threading
 
-    from callctx.projection.receiver import Receiver, serve_grpc, serve_http
+    from .serve import Receiver, serve_grpc, serve_http
 
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
-    rx = Receiver(args.log, max_body=args.max_body, token=token, context_view=context_view)
+    rx = Receiver(args.log, max_body=args.max_body, token=token)
     http = serve_http(rx, args.host, args.port)
     out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
     grpc_server = None
     if args.grpc_port >= 0:
         grpc_server = serve_grpc(rx, args.host, args.grpc_port)
-        out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.bound_port}\n")
+        out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
     out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
     out.flush()
     stop = threading.Event()

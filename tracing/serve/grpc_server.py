@@ -1,0 +1,67 @@
+"""OTLP/gRPC: the trace service, on a bounded pool of worker threads."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from callctx.projection.otlp import decode_request
+
+from .receiver import Receiver
+
+
+@dataclass(frozen=True)
+class GrpcServer:
+    """A running OTLP/gRPC server and the port it listens on."""
+
+    server: grpc.Server
+    port: int
+
+    def stop(self, grace: float | None = None) -> None:
+        self.server.stop(grace).wait()
+
+
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, rx: Receiver) -> None:
+        self.rx = rx
+
+    def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
+        rx = self.rx
+        meta = dict(context.invocation_metadata())
+        if not rx.authorized(meta.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        t0 = time.perf_counter()
+        decoded = decode_request(request)
+        spent = time.perf_counter() - t0
+        rx.stats.add(seconds_decode=spent, seconds_total=spent)
+        rx.ingest(decoded)
+        resp = ExportTraceServiceResponse()
+        if decoded.rejected:
+            resp.partial_success.CopyFrom(
+                ExportTracePartialSuccess(rejected_spans=decoded.rejected, error_message=decoded.message)
+            )
+        return resp
+
+
+def serve_grpc(rx: Receiver, host: str = "127.0.0.1", port: int = 4317, workers: int = 4) -> GrpcServer:
+    """Start the OTLP/gRPC trace service (``port=0``: any free port)."""
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="callctx-grpc"),
+        options=[("grpc.max_receive_message_length", rx.max_body), ("grpc.max_send_message_length", 1 << 20)],
+    )
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(rx), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen for gRPC on {host}:{port}")
+    server.start()
+    return GrpcServer(server, bound)
