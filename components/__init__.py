@@ -5,7 +5,7 @@ from .component import ContextComponent, Registry, RegistryError, always
 from .context import Context, Problem, Segment
 from .ctx import AgentInfo, Attachment, Ctx, DeferredTool, Environment, SessionBinding, Skill, ToolSpec, Turn
 from .defaults import default_registry
-from .memory import FileMemory, MemoryBackend
+from .memory_store import FileMemory, MemoryBackend
 
 __all__ = [
     "AgentInfo",

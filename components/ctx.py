@@ -18,7 +18,7 @@ import msgspec
 from callctx.projection.view import TreeView
 
 if TYPE_CHECKING:
-    from .memory import MemoryBackend
+    from .memory_store import MemoryBackend
 
 
 class AgentInfo(msgspec.Struct, frozen=True):

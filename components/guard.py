@@ -27,7 +27,7 @@ from .component import Registry
 from .context import Context
 from .ctx import AgentInfo, Ctx, SessionBinding, Skill, ToolSpec
 from .defaults import default_registry
-from .memory import FileMemory
+from .memory_store import FileMemory
 from .turn import for_view
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import sys
 import threading
 from bisect import bisect_right, insort
 from collections.abc import Callable, Iterable
@@ -25,115 +24,32 @@ from typing import Any
 import msgspec
 
 from . import schema as s
-from .dialects import Kind, classify, conversation, function_name, input_of, output_of
+from .dialects import classify, conversation, function_name, input_of, output_of
 from .events import Collapsed, Event, SpanEnded, SpanStarted
 from .log import Damage, read_log
+from .node import (
+    ENDED,
+    EXPOSE_NAMES,
+    EXPOSE_SHIFT,
+    FAILED,
+    HOLDS,
+    STARTED,
+    VISIBLE,
+    Node,
+    Tree,
+    calls_of,
+    collapsed_of,
+    order_key,
+)
+from .render import Rendered, Renderer
 from .view import CallInfo, TreeView
 
 log = logging.getLogger("callctx.projection")
-
-STARTED = 1
-ENDED = 2
-FAILED = 4
-HOLDS = 8
-VISIBLE = 16
-EXPOSE_SHIFT = 5
-_EXPOSE_NAMES = s.EXPOSE_LEVELS  # io, llm, full, hidden
 
 DEFAULT_OUTPUT_LIMIT = 200
 _EXPOSE = frozenset(s.EXPOSE_LEVELS)
 _EMPTY: dict[str, Any] = {}
 _json = msgspec.json.Decoder()
-
-
-class Tree:
-    """The top of one call tree: a session (shared ``gen_ai.conversation.id``) or a trace."""
-
-    __slots__ = ("collapsed", "key", "memo", "tops")
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.tops: list[Node] = []
-        self.memo: Any = None
-        self.collapsed: tuple[int, str, str] | None = None
-
-    # A tree is never finished: its top calls are always shown with their outputs.
-    state = STARTED
-    home = None
-
-    def __repr__(self) -> str:
-        return f"Tree({self.key!r}, {len(self.tops)} top calls)"
-
-
-class Node(msgspec.Struct, eq=False, gc=False, repr_omit_defaults=True):
-    """One span as the fold keeps it. Fields are dropped as the call leaves the active chain.
-
-    A released call costs one of these plus its id: the layout is kept small on purpose
-    (flags in one int, rare fields in ``extra``). Nodes are invisible to the cyclic garbage
-    collector (``gc=False``): a projection holds millions of them and a collector pass over
-    them buys nothing while it lives. Their links do form cycles, so
-    :meth:`Projection.__del__` cuts them.
-    """
-
-    span_id: str
-    trace_id: str
-    kind: Kind = "other"
-    state: int = 0  # STARTED | ENDED | FAILED | HOLDS | VISIBLE | expose << EXPOSE_SHIFT
-    function: str = ""
-    start_ns: int = 0
-    parent: Node | None = None  # the parent span, once it has started
-    home: Node | Tree | None = None  # the Node or Tree whose list holds this node
-    attrs: dict[str, Any] | None = None  # start attrs while running; end attrs while awaiting a start
-    output: str | None = None  # display output while the parent runs
-    kids: list[Node] | None = None  # visible calls under a holder, by (start_ns, span_id)
-    memo: Any = None  # (key, text) of the last rendering of a finished subtree
-    extra: dict[str, Any] | None = None  # rare: conv, subs, input, error
-
-    @property
-    def holds(self) -> bool:
-        """Visible calls below attach here (an agentic, non-hidden span)."""
-        return bool(self.state & HOLDS)
-
-    @property
-    def visible(self) -> bool:
-        """Listed in its holder's kids (agentic non-hidden, llm, tool)."""
-        return bool(self.state & VISIBLE)
-
-    @property
-    def expose(self) -> str:
-        return _EXPOSE_NAMES[(self.state >> EXPOSE_SHIFT) & 3]
-
-    @property
-    def running(self) -> bool:
-        return self.state & (STARTED | ENDED) == STARTED
-
-    @property
-    def ended(self) -> bool:
-        return bool(self.state & ENDED)
-
-    def _get(self, key: str) -> Any:
-        extra = self.extra
-        return extra.get(key) if extra else None
-
-    def _set(self, key: str, value: Any) -> None:
-        if value is None:
-            if self.extra:
-                self.extra.pop(key, None)
-                if not self.extra:
-                    self.extra = None
-        elif self.extra is None:
-            self.extra = {key: value}
-        else:
-            self.extra[key] = value
-
-    conv = property(lambda self: self._get("conv"), lambda self, v: self._set("conv", v))
-    subs = property(lambda self: self._get("subs"), lambda self, v: self._set("subs", v))  # non-holder's children
-    input = property(lambda self: self._get("input"), lambda self, v: self._set("input", v))  # llm/tool display
-    error = property(lambda self: self._get("error"), lambda self, v: self._set("error", v))
-
-
-def _sort_key(n: Node) -> tuple[int, str]:
-    return (n.start_ns, n.span_id)
 
 
 class Projection:
@@ -152,7 +68,8 @@ class Projection:
         self.output_limit = output_limit
         self.recovered = False
         self.generation = 0  # bumped when every memo becomes stale
-        self.rendered = False  # set by the first render: from then on changes forget memos
+        self.rendered = False  # set by the first render: from then on changes bump revisions
+        self._renderer = Renderer()
         self.events = 0
         self.damage: list[Damage] = []
         self._names: dict[str, str] = {}
@@ -160,9 +77,9 @@ class Projection:
     def __del__(self) -> None:
         # Nodes are not tracked by the cyclic collector: cut their links so they can be freed.
         for n in self.nodes.values():
-            n.parent = n.home = n.kids = n.memo = n.attrs = n.extra = None
+            n.unlink()
         for tree in self.trees.values():
-            tree.tops = []
+            tree.top_calls = []
         self.orphans.clear()
 
     # ---- feeding -------------------------------------------------------------------------
@@ -263,7 +180,7 @@ class Projection:
         if kind == "agentic":
             expose = attrs.get(s.EXPOSE)
             if expose is not None and expose in _EXPOSE:
-                n.state |= _EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
+                n.state |= EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
             if expose != "hidden":
                 n.state |= HOLDS | VISIBLE
         elif kind != "other":
@@ -315,18 +232,18 @@ class Projection:
             if target is None:
                 target = self.trees[ev.tree] = Tree(ev.tree)
         key = (ev.through_start_ns, ev.through_span_id)
-        current = _collapsed_of(target)
+        current = collapsed_of(target)
         if current is not None and current[:2] >= key:
             return
         entry = (ev.through_start_ns, ev.through_span_id, ev.summary)
         if type(target) is Node:
-            target._set("collapsed", entry)
+            target.collapsed = entry
         else:
             target.collapsed = entry
         self._touch(target)
-        for n in target.kids if type(target) is Node and target.kids else (target.tops if type(target) is Tree else ()):
+        for n in calls_of(target) or ():
             if (n.start_ns, n.span_id) <= key:
-                n.memo = None
+                n.revision += 1
 
     @staticmethod
     def _would_cycle(parent: Node, n: Node, adopted: list[Node]) -> bool:
@@ -342,9 +259,9 @@ class Projection:
     def _link(self, child: Node, parent: Node) -> None:
         child.parent = parent
         if not parent.state & HOLDS:
-            subs = parent.subs
+            subs = parent.plain_children
             if subs is None:
-                parent.subs = [child]
+                parent.plain_children = [child]
             else:
                 subs.append(child)
 
@@ -362,12 +279,12 @@ class Projection:
             n.attrs = ev.attributes  # kept until the start tells us what the span is
             return
         self._finish(n, ev.attributes, n.attrs or _EMPTY)
-        home = n.home
-        if type(home) is Node and self._releasable(n, home):
+        listed_in = n.listed_in
+        if type(listed_in) is Node and self._releasable(n, listed_in):
             self._release(n)
-        if n.kids:
-            released = type(home) is Node and home.state & ENDED
-            for kid in n.kids:
+        if n.children:
+            released = type(listed_in) is Node and listed_in.state & ENDED
+            for kid in n.children:
                 if kid.state & ENDED and (kid.kind == "agentic" or released or n.expose == "io"):
                     self._release(kid)
         self._touch(n)
@@ -405,7 +322,7 @@ class Projection:
         """
         if n.kind == "agentic":
             return bool(holder.state & ENDED)
-        return holder.expose == "io" or (bool(holder.state & ENDED) and _ended_node(holder.home))
+        return holder.expose == "io" or (bool(holder.state & ENDED) and _ended_node(holder.listed_in))
 
     @staticmethod
     def _release(n: Node) -> None:
@@ -416,8 +333,8 @@ class Projection:
         n.output = None
         if n.extra:
             n.input = None
-        if n.kids:
-            for kid in n.kids:
+        if n.children:
+            for kid in n.children:
                 if kid.kind != "agentic" and kid.state & ENDED:
                     kid.output = None
                     kid.input = None
@@ -445,38 +362,38 @@ class Projection:
         """Put ``n`` (if visible) and the visible calls under it (if it holds none) in place."""
         if n.visible:
             self._move(n, self._host(n))
-        if n.holds or not n.subs:
+        if n.holds or not n.plain_children:
             return
-        stack = list(n.subs)
+        stack = list(n.plain_children)
         while stack:
             c = stack.pop()
             if c.visible:
                 self._move(c, self._host(c))  # per call: a top's own session id picks its tree
-            if not c.holds and c.subs:
-                stack.extend(c.subs)
+            if not c.holds and c.plain_children:
+                stack.extend(c.plain_children)
 
     def _move(self, n: Node, target: Node | Tree) -> None:
-        old = n.home
+        old = n.listed_in
         if old is target:
             return
         if old is not None:
-            lst = old.kids if type(old) is Node else old.tops
+            lst = old.children if type(old) is Node else old.top_calls
             lst.remove(n)
             if not lst and type(old) is Tree:
                 del self.trees[old.key]  # a provisional top moved under its late parent
             self._touch(old)
         if type(target) is Node:
-            lst = target.kids
+            lst = target.children
             if lst is None:
-                lst = target.kids = []
+                lst = target.children = []
         else:
-            lst = target.tops
+            lst = target.top_calls
         last = lst[-1] if lst else None
         if last is None or last.start_ns < n.start_ns or (last.start_ns == n.start_ns and last.span_id <= n.span_id):
             lst.append(n)
         else:
-            insort(lst, n, key=_sort_key)
-        n.home = target
+            insort(lst, n, key=order_key)
+        n.listed_in = target
         if n.state & ENDED and type(target) is Node and self._releasable(n, target):
             self._release(n)
         self._touch(n)
@@ -486,8 +403,8 @@ class Projection:
         if not self.rendered:  # nothing memoized yet (a replay, say): nothing to forget
             return
         while n is not None:
-            n.memo = None
-            n = n.home
+            n.revision += 1
+            n = n.listed_in
 
     # ---- reading -----------------------------------------------------------------------------
     def node(self, span_id: str) -> Node | None:
@@ -524,7 +441,7 @@ class Projection:
                     input_mime=mime,
                 )
             )
-            n = n.home
+            n = n.listed_in
         out.reverse()
         return out
 
@@ -537,14 +454,12 @@ class Projection:
         ``render_range`` keeps, at each level of the viewer's path, only the last N finished
         calls; by default the one declared on the viewer or its nearest ancestor applies.
         """
-        from .render import render_view
-
         with self.lock:
             viewer = self.holder(span_id)
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
-                chunks, cuts, here = render_view(self, self._host(self.nodes[span_id]), None, render_range)
+                chunks, cuts, here = self._render(self._host(self.nodes[span_id]), None, render_range)
                 return TreeView("".join(chunks), chunks, cuts, [], here)
             top: Node | Tree = viewer
             while type(top) is Node:
@@ -552,8 +467,8 @@ class Projection:
                     rr = (top.attrs or {}).get(s.RENDER_RANGE)
                     if isinstance(rr, int) and rr >= 0:
                         render_range = rr
-                top = top.home
-            chunks, cuts, here = render_view(self, top, viewer, render_range)
+                top = top.listed_in
+            chunks, cuts, here = self._render(top, viewer, render_range)
             return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here)
 
     def plan_collapse(self, span_id: str, target: int, count: Callable[[str], int]) -> list[Collapsed]:
@@ -571,24 +486,25 @@ class Projection:
             n: Node | Tree | None = viewer
             while type(n) is Node:
                 path.append(n)
-                n = n.home
+                n = n.listed_in
             if type(n) is not Tree:
                 return []
             path.reverse()
             on_path = set(path)
-            levels: list[tuple[Node | Tree, list[Node]]] = [(n, n.tops)]
-            levels += [(p, p.kids) for p in path if p.kids]
+            levels: list[tuple[Node | Tree, list[Node]]] = [(n, n.top_calls)]
+            levels += [(p, p.children) for p in path if p.children]
             out: list[Collapsed] = []
             for holder, kids in levels:
-                done = _collapsed_of(holder)
-                i = bisect_right(kids, done[:2], key=_sort_key) if done else 0
+                done = collapsed_of(holder)
+                i = bisect_right(kids, done[:2], key=order_key) if done else 0
                 saved, through = 0, None
                 while i < len(kids) and total - saved + _SUMMARY_TOKENS > target:
                     kid = kids[i]
                     if kid in on_path or not kid.state & ENDED:
                         break  # only the oldest finished calls, contiguously
-                    if kid.kind == "agentic" and kid.memo is not None:
-                        saved += count(kid.memo[1])
+                    text = self._renderer.remembered(kid) if kid.kind == "agentic" else None
+                    if text is not None:
+                        saved += count(text)
                     through = kid
                     i += 1
                 if through is None:
@@ -610,17 +526,22 @@ class Projection:
 
     def session_tree(self, key: str, *, render_range: int | None = None) -> str:
         """The whole tree of a session (conversation id) or trace, seen from outside any call."""
-        from .render import render_view
-
         with self.lock:
             tree = self.trees.get(key)
             if tree is None:
                 raise KeyError(f"no session or trace {key!r}")
-            return "".join(render_view(self, tree, None, render_range)[0])
+            return "".join(self._render(tree, None, render_range)[0])
+
+    def _render(self, top: Tree, viewer: Node | None, render_range: int | None) -> Rendered:
+        self.rendered = True  # from now on, changes bump the revisions the renderer's memo checks
+        return self._renderer.render(
+            top, viewer, render_range, recovered=self.recovered, generation=self.generation
+        )
 
     def sessions(self) -> list[str]:
         with self.lock:
-            return sorted(self.trees, key=lambda k: (self.trees[k].tops[0].start_ns if self.trees[k].tops else 0, k))
+            trees = self.trees
+            return sorted(trees, key=lambda k: (trees[k].top_calls[0].start_ns if trees[k].top_calls else 0, k))
 
 
 _SUMMARY_TOKENS = 24  # about what a collapse line costs
@@ -631,7 +552,7 @@ def _summary(kids: list[Node], through: tuple[int, str]) -> str:
     counts: dict[str, int] = {}
     n = 0
     for k in kids:
-        if _sort_key(k) > through:
+        if order_key(k) > through:
             break
         if k.kind == "agentic":
             n += 1
@@ -641,15 +562,8 @@ def _summary(kids: list[Node], through: tuple[int, str]) -> str:
     return f"{n} earlier calls: {listed}" if listed else f"{n} earlier calls"
 
 
-def _collapsed_of(target: Node | Tree) -> tuple[int, str, str] | None:
-    """(start_ns, span_id, summary) of the last collapsed call of a list, if any."""
-    if type(target) is Node:
-        return target._get("collapsed")
-    return target.collapsed  # type: ignore[union-attr]
-
-
-def _ended_node(home: Node | Tree | None) -> bool:
-    return type(home) is Node and bool(home.state & ENDED)
+def _ended_node(listed_in: Node | Tree | None) -> bool:
+    return type(listed_in) is Node and bool(listed_in.state & ENDED)
 
 
 def _one_line(text: str, limit: int = DEFAULT_OUTPUT_LIMIT) -> str:
@@ -673,8 +587,3 @@ def _display(text: str, mime: str | None) -> str:
         if isinstance(value, str):
             return value
     return text
-
-
-def sizeof_node() -> int:
-    """Bytes of one empty Node (for the memory benchmark's breakdown)."""
-    return sys.getsizeof(Node("", ""))

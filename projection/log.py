@@ -170,6 +170,9 @@ class EventLog:
         if n == len(data):
             self._at_line_start = True
             return True
+        if n == len(data) - 1:  # all but the newline: the record is whole, the next one ends the line
+            self._at_line_start = False
+            return True
         self._failed(f"a write was cut short ({n} of {len(data)} bytes)")
         if n:
             self._blank(data, n)
@@ -363,7 +366,13 @@ def read_log(
                 line_no += buf.count(b"\n", 0, end)
                 offset += end
         if rest.strip():
-            _report(Damage(line_no + 1, offset, "torn last record (no final newline)", True), p, damage)
+            try:  # a whole record whose writer has not ended the line yet
+                last = decode(rest)
+            except _DECODE_ERRORS:
+                _report(Damage(line_no + 1, offset, "torn last record (no final newline)", True), p, damage)
+            else:
+                if type(last) is not LogHeader or not header_seen:
+                    yield last
 
 
 def _decode_block(
@@ -386,10 +395,10 @@ def _decode_block(
             continue
         except _DECODE_ERRORS as e:
             error = e
-        rec, cut = _salvage(line)
-        if rec is not None:  # a fragment, then a whole record appended to it
-            error = _decode_error(line[:cut])
-            line = line[:cut]
+        head, rec = _salvage(line)
+        if head is not line:  # a fragment, then a whole record appended to it
+            line = head
+            error = _decode_error(head)
         if error is not None:
             if _is_torn(error):
                 problem = Damage(i, offset + start, f"torn record ({len(line)} bytes, its write was cut short)", True)
@@ -402,27 +411,31 @@ def _decode_block(
             yield rec
 
 
-def _salvage(line: bytes) -> tuple[Record | None, int]:
-    """(the whole record that ends an unreadable line, where it starts) or (None, 0)."""
+def _salvage(line: bytes) -> tuple[bytes, Record | None]:
+    """An unreadable line may be a fragment with a whole record appended to it (by another
+    writer, before the fragment's own writer could end the line): (the fragment, the record),
+    else (the line, None)."""
     cut = line.find(_RECORD_START, 1)
     for _ in range(_SALVAGE_TRIES):
         if cut < 0:
             break
         try:
-            return decode(line[cut:]), cut
+            return line[:cut], decode(line[cut:])
         except _DECODE_ERRORS:
             cut = line.find(_RECORD_START, cut + 1)
-    return None, 0
+    return line, None
 
 
 def _decode_error(fragment: bytes) -> Exception | None:
+    """Why a fragment does not decode (None when it is blank)."""
     if not fragment.strip():
         return None
     try:
         decode(fragment)
     except _DECODE_ERRORS as e:
         return e
-    return ValueError("a record and another glued to it")  # cannot happen: a JSON value ends at its }
+    # Two whole records on one line cannot come from a writer (each ends its own); say so.
+    return ValueError("a whole record with another one glued to it")
 
 
 def _is_torn(error: Exception) -> bool:

@@ -21,62 +21,88 @@ import msgspec
 
 from . import schema as s
 from .dialects import input_of
-from .fold import ENDED, FAILED, Node, Projection, Tree
+from .node import ENDED, FAILED, Collapse, Node, Tree, calls_of, order_key
 from .yamltext import key_value, scalar, value_lines
 
 CHAIN, RUNNING, INTERRUPTED, FINISHED, RELEASED = range(5)
-
-
-def _key(n: Node) -> tuple[int, str]:
-    return (n.start_ns, n.span_id)
-
 
 MAX_DEPTH = 100
 HERE = "  # you are here"
 _json = msgspec.json.Decoder()
 
+Rendered = tuple[list[str], list[int], int | None]
+"""(chunks, cuts, here): see :meth:`Renderer.render`."""
 
-def render_view(
-    proj: Projection, top: Tree, viewer: Node | None, render_range: int | None
-) -> tuple[list[str], list[int], int | None]:
-    """The tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside).
 
-    Returns the text as chunks (each ends with a newline; finished subtrees are whole chunks,
-    the same string objects from one render to the next), the offsets where each item of the
-    lists along the viewer's path begins (its ancestors, their finished siblings, the viewer:
-    the boundaries at which the next call's text can still agree with this one's), and the
-    offset where the viewer's own lines begin.
+class Renderer:
+    """Renders call trees and remembers the text of finished subtrees.
+
+    The memo belongs to the renderer, not to the fold: an entry is reused while the node's
+    ``revision`` (which the fold bumps on every change under it), the node's mode, its
+    indentation and the projection's ``generation`` are what they were. Not thread-safe on
+    its own: callers hold the projection's lock while rendering.
     """
-    chain: set[Node] = set()
-    n: Any = viewer
-    while type(n) is Node:
-        chain.add(n)
-        n = n.home
-    proj.rendered = True
-    r = _Renderer(proj, chain, viewer, render_range)
-    r.top_collapsed = top.collapsed
-    out: list[str] = []
-    r.items(top.tops, "", 0, bool(chain), out)
-    starts = [0]
-    for chunk in out:
-        starts.append(starts[-1] + len(chunk))
-    cuts = sorted({starts[i] for i in r.marks})
-    here = starts[r.here] if r.here is not None else None
-    return out, cuts, here
+
+    def __init__(self) -> None:
+        self._memo: dict[Node, tuple[tuple[int, int, str, int], str]] = {}
+
+    def remembered(self, n: Node) -> str | None:
+        """The last text rendered for ``n`` (None if it was never rendered on its own)."""
+        entry = self._memo.get(n)
+        return entry[1] if entry is not None else None
+
+    def render(
+        self, top: Tree, viewer: Node | None, render_range: int | None, *, recovered: bool, generation: int
+    ) -> Rendered:
+        """The tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside).
+
+        Returns the text as chunks (each ends with a newline; finished subtrees are whole
+        chunks, the same string objects from one render to the next), the offsets where each
+        item of the lists along the viewer's path begins (its ancestors, their finished
+        siblings, the viewer: the boundaries at which the next call's text can still agree with
+        this one's), and the offset where the viewer's own lines begin. ``recovered``: spans
+        that never ended read as interrupted; ``generation``: bumped when every memo is stale.
+        """
+        chain: set[Node] = set()
+        n: Any = viewer
+        while type(n) is Node:
+            chain.add(n)
+            n = n.listed_in
+        r = _Pass(self._memo, chain, viewer, render_range, recovered, generation)
+        r.top_collapsed = top.collapsed
+        out: list[str] = []
+        r.items(top.top_calls, "", 0, bool(chain), out)
+        starts = [0]
+        for chunk in out:
+            starts.append(starts[-1] + len(chunk))
+        cuts = sorted({starts[i] for i in r.item_starts})
+        here = starts[r.here] if r.here is not None else None
+        return out, cuts, here
 
 
-class _Renderer:
-    __slots__ = ("chain", "gen", "here", "marks", "proj", "render_range", "top_collapsed", "viewer")
+class _Pass:
+    """One rendering: the viewer's chain, and where list items and the viewer begin."""
 
-    def __init__(self, proj: Projection, chain: set[Node], viewer: Node | None, render_range: int | None):
-        self.proj = proj
+    __slots__ = ("chain", "gen", "here", "item_starts", "memo", "recovered", "render_range", "top_collapsed", "viewer")
+
+    def __init__(
+        self,
+        memo: dict[Node, tuple[tuple[int, int, str, int], str]],
+        chain: set[Node],
+        viewer: Node | None,
+        render_range: int | None,
+        recovered: bool,
+        generation: int,
+    ):
+        self.memo = memo
         self.chain = chain
         self.viewer = viewer
         self.render_range = render_range
-        self.gen = proj.generation
-        self.marks: list[int] = []  # chunk index where each item of a list on the path begins
+        self.recovered = recovered
+        self.gen = generation
+        self.item_starts: list[int] = []  # chunk index where each item of a list on the path begins
         self.here: int | None = None  # chunk index where the viewer begins
-        self.top_collapsed: tuple[int, str, str] | None = None
+        self.top_collapsed: Collapse | None = None
 
     # -- lists ------------------------------------------------------------------------------
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
@@ -98,13 +124,13 @@ class _Renderer:
         ``expose=llm|full``, the model exchanges). On the path, each item start is a cut."""
         if collapsed is not None:
             if on_path:
-                self.marks.append(len(out))
+                self.item_starts.append(len(out))
             out.append(f"{indent}- {{collapsed: {scalar(collapsed[2])}}}\n")
         if elided:
             out.append(f"{indent}# earlier calls not shown\n")
         for k in shown:
             if on_path:
-                self.marks.append(len(out))
+                self.item_starts.append(len(out))
             if k.kind == "agentic":
                 self.item(k, indent, depth, out)
             else:
@@ -122,17 +148,17 @@ class _Renderer:
         """
         first = 0
         if collapsed is not None:
-            first = bisect_right(kids, collapsed[:2], key=_key)
+            first = bisect_right(kids, collapsed[:2], key=order_key)
         if expose != "io" and not released:
             return [k for k in kids[first:] if k.kind != "tool" or expose == "full"], False
         rr = self.render_range
         start = self._window(kids, rr, first) if on_chain and rr is not None else first
         shown: list[Node] = []
         if start:
-            bound = _key(kids[start]) if start < len(kids) else (1 << 63, "")
+            bound = order_key(kids[start]) if start < len(kids) else (1 << 63, "")
             for n in self.chain:  # a call on the path is always shown, however old
-                home = n.home
-                if home is not None and (home.kids if type(home) is Node else home.tops) is kids and _key(n) < bound:
+                listed_in = n.listed_in
+                if listed_in is not None and calls_of(listed_in) is kids and order_key(n) < bound:
                     shown.append(n)
         shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind == "agentic")
         return shown, start > first
@@ -156,9 +182,9 @@ class _Renderer:
         if not n.state & ENDED:
             if n in self.chain:
                 return CHAIN
-            return INTERRUPTED if self.proj.recovered else RUNNING
-        home = n.home
-        if type(home) is Node and home.state & ENDED:
+            return INTERRUPTED if self.recovered else RUNNING
+        listed_in = n.listed_in
+        if type(listed_in) is Node and listed_in.state & ENDED:
             return RELEASED
         return FINISHED
 
@@ -169,18 +195,18 @@ class _Renderer:
                 self.here = len(out)
             self.build(n, indent, depth, mode, out)
             return
-        key = (mode, indent, self.gen)
-        memo = n.memo
+        key = (n.revision, mode, indent, self.gen)
+        memo = self.memo.get(n)
         if memo is not None and memo[0] == key:
             out.append(memo[1])
             return
         buf: list[str] = []
         self.build(n, indent, depth, mode, buf)
         text = "".join(buf)
-        n.memo = (key, text)
-        if mode == RELEASED and n.kids:
-            for k in n.kids:  # this text now contains theirs for good
-                k.memo = None
+        self.memo[n] = (key, text)
+        if mode == RELEASED and n.children:
+            for k in n.children:  # this text now contains theirs for good
+                self.memo.pop(k, None)
         out.append(text)
 
     def build(self, n: Node, indent: str, depth: int, mode: int, out: list[str]) -> None:
@@ -189,9 +215,9 @@ class _Renderer:
         name = scalar(n.function)
         kids: list[Node] = []
         elided = False
-        collapsed = n._get("collapsed") if n.extra else None
-        if n.kids and depth < MAX_DEPTH:
-            kids, elided = self.select(n.kids, n.expose, mode == RELEASED, n in self.chain, collapsed)
+        collapsed = n.collapsed if n.extra else None
+        if n.children and depth < MAX_DEPTH:
+            kids, elided = self.select(n.children, n.expose, mode == RELEASED, n in self.chain, collapsed)
         failed = n.state & FAILED
         if mode == RELEASED and not kids and collapsed is None and not here:
             if failed:
@@ -203,7 +229,7 @@ class _Renderer:
         out.append(f"{indent}- function: {name}{HERE if here and mode != CHAIN else ''}\n")
         if mode == CHAIN:
             self._input(n, inner, out)
-            status = "interrupted" if self.proj.recovered else "running"
+            status = "interrupted" if self.recovered else "running"
             out.append(f"{inner}status: {status}{HERE if here else ''}\n")
         elif mode == RUNNING:
             out.append(f"{inner}status: running\n")
@@ -222,7 +248,7 @@ class _Renderer:
             self.entries(kids, elided, collapsed, inner + "  ", depth + 1, n in self.chain, out)
         elif elided:
             out.append(f"{inner}children: []  # earlier calls not shown\n")
-        elif n.kids and depth >= MAX_DEPTH and any(k.kind == "agentic" for k in n.kids):
+        elif n.children and depth >= MAX_DEPTH and any(k.kind == "agentic" for k in n.children):
             out.append(f"{inner}# deeper calls not shown\n")
 
     def _exchange(self, k: Node, indent: str) -> str:

@@ -47,16 +47,22 @@ def test_torn_last_record_is_dropped_with_a_warning(tmp_path, caplog):
     assert len(p.damage) == 1 and p.damage[0].torn
 
 
-def test_reopening_cuts_a_torn_tail_so_new_records_stay_whole(tmp_path, caplog):
+def test_reopening_keeps_a_torn_tail_and_starts_on_a_fresh_line(tmp_path, caplog):
     path = tmp_path / "log.jsonl"
     with EventLog(path) as log:
         log.append(_events()[0])
-    path.write_bytes(path.read_bytes() + b'{"e":"start","trace_id":"ab')
-    with caplog.at_level(logging.WARNING), EventLog(path) as log:
+    before = path.read_bytes() + b'{"e":"start","trace_id":"ab'
+    path.write_bytes(before)
+    with EventLog(path) as log:
+        assert path.read_bytes() == before  # opening never cuts: other writers may be appending
         log.append(_events()[1])
-    assert "dropping a torn last record" in caplog.text
-    records = list(read_log(path))
+    assert path.read_bytes().startswith(before + b"\n")
+    damage = []
+    with caplog.at_level(logging.WARNING):
+        records = list(read_log(path, strict=True, damage=damage))
     assert records[1:] == _events()[:2]
+    assert "torn record" in caplog.text
+    assert len(damage) == 1 and damage[0].torn and damage[0].line == 3
 
 
 def test_damaged_record_in_the_middle_is_skipped_or_strict(tmp_path, caplog):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from test_assemble import base_ctx
 
 from callctx.components import FileMemory, Turn, assemble
-from callctx.components.memory import MEMORY_TOOLS, fence_recall, prefetch, sanitize
+from callctx.components.memory import fence_recall, prefetch, sanitize
+from callctx.components.memory_store import MEMORY_TOOLS
 
 
 class Broken(FileMemory):

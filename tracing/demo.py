@@ -14,7 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from callctx.components.ctx import Skill
-from callctx.components.memory import FileMemory
+from callctx.components.memory_store import FileMemory
 from callctx.components.turn import decision, passed_to
 
 from . import Agent, agentic

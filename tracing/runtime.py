@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from callctx.components import Registry, default_registry, tokens
 from callctx.components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
-from callctx.components.memory import MemoryBackend
+from callctx.components.memory_store import MemoryBackend
 from callctx.projection import Projection, TreeView
 from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
 from callctx.projection.log import EventLog, FsyncPolicy, blob_hashes
