@@ -71,7 +71,7 @@ def main() -> None:
 
     def with_runtime(rt):
         def run(count: int) -> None:
-            active.runtime = rt
+            active.activate(rt)
             parent(count)
 
         return run

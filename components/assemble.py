@@ -18,56 +18,66 @@ import msgspec
 from opentelemetry import trace
 
 from . import tokens, turn
-from .component import ContextComponent, Registry
-from .context import Context, Problem, Section, Segment
+from .component import BUILTIN, ContextComponent, Registry
+from .context import Context, Problem, Section, Segment, TreeText
 from .ctx import Ctx
-from .history import TreeText
 from .tools import schemas
 
-log = logging.getLogger("callctx.components")
+log = logging.getLogger(__name__)
 
 SEPARATOR = "\n\n"
 
 
-def _run(component: ContextComponent, ctx: Ctx, problems: list[Problem]) -> str | None:
+def _run(component: ContextComponent, ctx: Ctx, registry: Registry, problems: list[Problem]) -> str | TreeText | None:
     try:
         if not component.condition(ctx):
             return None
         text = component.build(ctx)
     except Exception as e:  # noqa: BLE001 - one broken component must not take the request down
-        _report(component.name, e, problems)
+        _report(component.name, e, problems, registry.origin(component.name))
         return None
-    if text is not None and not isinstance(text, str):
-        _report(component.name, TypeError(f"build returned {type(text).__name__}, not str"), problems)
-        return None
-    return text if text and text.strip() else None
+    match text:
+        case None:
+            return None
+        case str():
+            return text if text.strip() else None
+        case TreeText():
+            return text if text.text.strip() else None
+    error = TypeError(f"build returned {type(text).__name__}, not str or TreeText")
+    _report(component.name, error, problems, registry.origin(component.name))
+    return None
 
 
-def _report(name: str, error: BaseException, problems: list[Problem]) -> None:
+def _report(name: str, error: BaseException, problems: list[Problem], origin: str | None = None) -> None:
     message = f"{type(error).__name__}: {error}"
-    problems.append(Problem(name, message))
-    log.warning("callctx: context component %r failed and was skipped: %s", name, message)
+    problems.append(Problem(name, message, origin))
+    source = f" (from {origin})" if origin else ""
+    log.warning("callctx: context component %r%s failed and was skipped: %s", name, source, message)
     span = trace.get_current_span()
     if span.is_recording():
-        span.add_event("callctx.component_failed", {"callctx.component": name, "exception.message": message})
+        attrs = {"callctx.component": name, "exception.message": message}
+        if origin:
+            attrs["callctx.component.origin"] = origin
+        span.add_event("callctx.component_failed", attrs)
 
 
 def _segment(
-    counter: tokens.TokenCounter, component: str, layer: str, section: Section, text: str, cacheable: bool
+    counter: tokens.TokenCounter, component: str, layer: str, section: Section, text: str | TreeText, cacheable: bool
 ) -> Segment:
     if isinstance(text, TreeText):
-        body = text.strip("\n")
-        chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == text else [text + SEPARATOR]
-        blocks, anchor = tree_blocks(text)
+        whole = text.text
+        body = whole.strip("\n")
+        chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == whole else [whole + SEPARATOR]
+        blocks, breakpoint_block = tree_blocks(text)
         return Segment(
             component,
             layer,
             section,
-            text + SEPARATOR,
+            whole + SEPARATOR,
             counter.count_chunks(chunks),
             cacheable,
             blocks=blocks,
-            anchor=anchor,
+            breakpoint_block=breakpoint_block,
         )
     body = text.strip("\n") + SEPARATOR
     return Segment(component, layer, section, body, counter.count(body), cacheable)
@@ -76,12 +86,13 @@ def _segment(
 MAX_TREE_BLOCKS = 16  # Anthropic looks back 20 blocks from a breakpoint for an earlier entry
 
 
-def tree_blocks(text: TreeText) -> tuple[list[str], int]:
+def tree_blocks(tree: TreeText) -> tuple[list[str], int]:
     """The tree split at its cuts, the oldest merged so there are at most ``MAX_TREE_BLOCKS``,
     and the index of the block a cache breakpoint should close: the one ending where the
     current call begins (everything before it, the next call will send again)."""
-    here = text.here
-    cuts = [c for c in text.cuts if 0 < c < len(text)]
+    text = tree.text
+    here = tree.here
+    cuts = [c for c in tree.cuts if 0 < c < len(text)]
     if here is not None and 0 < here < len(text) and here not in cuts:
         cuts = sorted({*cuts, here})
     if len(cuts) >= MAX_TREE_BLOCKS:
@@ -95,8 +106,8 @@ def tree_blocks(text: TreeText) -> tuple[list[str], int]:
     edges = [0, *cuts, len(text)]
     blocks = [text[a:b] for a, b in itertools.pairwise(edges)]
     blocks[-1] += SEPARATOR
-    anchor = edges.index(here) - 1 if here is not None and here in edges[1:-1] else len(blocks) - 1
-    return blocks, anchor
+    closed = edges.index(here) - 1 if here is not None and here in edges[1:-1] else len(blocks) - 1
+    return blocks, closed
 
 
 def _mark_breakpoint(segments: list[Segment], start: int) -> None:
@@ -129,14 +140,14 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
     try:
         tool_schemas = schemas(ctx)
     except Exception as e:  # noqa: BLE001
-        _report("tools", e, problems)
+        _report("tools", e, problems, BUILTIN)
     if tool_schemas:
         text = json.dumps(tool_schemas, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         segments.append(Segment("tools", "L0", "tools", text, counter.count(text), True, breakpoint=True))
 
     start = len(segments)
     for c in registry.layer("L0"):
-        text = _run(c, ctx, problems)
+        text = _run(c, ctx, registry, problems)
         if text is not None:
             segments.append(_segment(counter, c.name, "L0", "system", text, c.cacheable))
     _mark_breakpoint(segments, start)
@@ -147,31 +158,31 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
         if c.history:
             history.append(c)
             continue
-        text = _run(c, ctx, problems)
+        text = _run(c, ctx, registry, problems)
         if text is not None:
             segments.append(_segment(counter, c.name, "L1", "system", text, c.cacheable))
     _mark_breakpoint(segments, start)
 
     start = len(segments)
     for c in history:
-        text = _run(c, ctx, problems)
+        text = _run(c, ctx, registry, problems)
         if text is not None:
             segments.append(_segment(counter, c.name, "L1", "tree", text, c.cacheable))
     _mark_breakpoint(segments, start)
 
     # The turn: its fixed blocks, with any L2-registered components slotted in by order.
-    entries: list[tuple[int, int, str, str | None]] = []
+    entries: list[tuple[int, int, str, str | TreeText | None]] = []
     for i, (name, order, build) in enumerate(turn.TURN_BLOCKS):
         try:
             text = build(ctx.turn)
         except Exception as e:  # noqa: BLE001
-            _report(name, e, problems)
+            _report(name, e, problems, BUILTIN)
             text = None
-        entries.append((order, i, name, text))
+        entries.append((order, i, name, text if text and text.strip() else None))
     for j, c in enumerate(registry.layer("L2")):
-        entries.append((c.order, 100 + j, c.name, _run(c, ctx, problems)))
+        entries.append((c.order, 100 + j, c.name, _run(c, ctx, registry, problems)))
     for _, _, name, text in sorted(entries, key=lambda e: (e[0], e[1])):
-        if text is not None and text.strip():
+        if text is not None:
             segments.append(_segment(counter, name, "L2", "turn", text, False))
 
     media = [a for a in ctx.turn.attachments if a.text is None and a.data is not None]

@@ -196,7 +196,7 @@ def request_of(
         if s.section == "tools" or s.section == "tree":
             flush()
             if s.section == "tree":
-                mark = s.anchor if s.anchor is not None else len(s.blocks or [s.text]) - 1
+                mark = s.breakpoint_block if s.breakpoint_block is not None else len(s.blocks or [s.text]) - 1
                 out.extend(
                     Block(tok(p), s.breakpoint and i == mark, in_turn) for i, p in enumerate(s.blocks or [s.text])
                 )

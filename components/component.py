@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Literal
 
+from .context import TreeText
 from .ctx import Ctx
 
-log = logging.getLogger("callctx.components")
+log = logging.getLogger(__name__)
 
 Layer = Literal["L0", "L1", "L2"]
 LAYERS: tuple[Layer, ...] = ("L0", "L1", "L2")
@@ -43,7 +44,7 @@ class ContextComponent:
     name: str
     layer: Layer
     order: int
-    build: Callable[[Ctx], str | None]
+    build: Callable[[Ctx], str | TreeText | None]
     condition: Callable[[Ctx], bool] = always
     cacheable: bool = True
     history: bool = False
@@ -59,21 +60,39 @@ class RegistryError(ValueError):
     pass
 
 
-class Registry:
-    """The three layers of components, each kept in (order, name) order."""
+BUILTIN = "callctx"
+"""The origin of the built-in components."""
 
-    def __init__(self, components: Iterable[ContextComponent] = ()) -> None:
+
+class Registry:
+    """The three layers of components, each kept in (order, name) order.
+
+    Every change validates first and then mutates: a registration that fails leaves the
+    registry as it was. Each component remembers where it came from (``origin``: the
+    distribution that published it, ``callctx`` for the built-ins, None for ones registered
+    by hand), so a failing component is reported with its source. Not thread-safe: build a
+    registry, then share it read-only.
+    """
+
+    def __init__(self, components: Iterable[ContextComponent] = (), *, origin: str | None = None) -> None:
         self._by_name: dict[str, ContextComponent] = {}
+        self._origins: dict[str, str] = {}
         self._sorted: dict[Layer, list[ContextComponent]] | None = None
         for c in components:
-            self.register(c)
+            self.register(c, origin=origin)
 
-    def register(self, component: ContextComponent, *, replace: bool = False) -> ContextComponent:
+    def register(
+        self, component: ContextComponent, *, replace: bool = False, origin: str | None = None
+    ) -> ContextComponent:
         if not isinstance(component, ContextComponent):
             raise TypeError(f"expected a ContextComponent, got {type(component).__name__}")
         if component.name in self._by_name and not replace:
             raise RegistryError(f"a component named {component.name!r} is already registered (pass replace=True)")
         self._by_name[component.name] = component
+        if origin is not None:
+            self._origins[component.name] = origin
+        else:
+            self._origins.pop(component.name, None)
         self._sorted = None
         return component
 
@@ -82,8 +101,13 @@ class Registry:
             component = self._by_name.pop(name)
         except KeyError:
             raise RegistryError(f"no component named {name!r}") from None
+        self._origins.pop(name, None)
         self._sorted = None
         return component
+
+    def origin(self, name: str) -> str | None:
+        """Where the component ``name`` came from (a distribution, ``callctx``, or None)."""
+        return self._origins.get(name)
 
     def layer(self, layer: Layer) -> list[ContextComponent]:
         """The components of a layer, by order then name."""
@@ -108,27 +132,50 @@ class Registry:
         return len(self._by_name)
 
     def copy(self) -> Registry:
-        return Registry(self._by_name.values())
+        new = Registry()
+        new._by_name = dict(self._by_name)
+        new._origins = dict(self._origins)
+        return new
 
-    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[str]:
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP, *, disable: Iterable[str] = ()) -> list[str]:
         """Register components published by installed packages; returns the names added.
 
         An entry point may name a component, an iterable of components, or a function taking
-        the registry. A broken plugin is logged and skipped: it must not stop the agent.
+        the registry. Loading one is all-or-nothing: a plugin that raises (or names a
+        component twice) leaves nothing of its own registered, is logged with its
+        distribution, and the agent goes on. ``disable`` skips plugins by entry-point name or
+        by distribution name.
         """
+        blocked = set(disable)
         added: list[str] = []
         for ep in entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.name if dist is not None else None
+            if ep.name in blocked or (dist_name is not None and dist_name in blocked):
+                log.info("callctx: context-component plugin %r (%s) disabled", ep.name, dist_name or "?")
+                continue
+            origin = f"{dist_name} {dist.version}" if dist is not None else ep.value
             try:
-                obj = ep.load()
-                before = set(self._by_name)
-                if isinstance(obj, ContextComponent):
-                    self.register(obj)
-                elif callable(obj):
-                    obj(self)
-                else:
-                    for c in obj:
-                        self.register(c)
-                added.extend(sorted(set(self._by_name) - before))
+                staged = self._staged(ep.load(), origin)
             except Exception:
-                log.exception("callctx: could not load context components from entry point %r", ep.value)
-        return added
+                log.exception("callctx: plugin %r (%s) failed; none of its components registered", ep.name, origin)
+                continue
+            self._by_name, self._origins, self._sorted = staged._by_name, staged._origins, None
+            added.extend(n for n in staged._by_name if staged._origins.get(n) == origin)
+        return sorted(set(added))
+
+    def _staged(self, obj: object, origin: str) -> Registry:
+        """This registry with a plugin's components added, or an exception (self untouched)."""
+        staged = self.copy()
+        if isinstance(obj, ContextComponent):
+            staged.register(obj, origin=origin)
+        elif callable(obj):
+            before = dict(staged._by_name)
+            obj(staged)
+            for name, c in staged._by_name.items():
+                if before.get(name) is not c:
+                    staged._origins[name] = origin
+        else:
+            for c in obj:  # type: ignore[attr-defined]
+                staged.register(c, origin=origin)
+        return staged

@@ -27,14 +27,34 @@ class Segment(msgspec.Struct, frozen=True):
     cacheable: bool = True
     breakpoint: bool = False  # a cache breakpoint follows this segment
     blocks: list[str] | None = None  # the text split where a prompt cache may split it (call tree)
-    anchor: int | None = None  # which block the breakpoint closes (the last one the next call repeats)
+    breakpoint_block: int | None = None  # which block the breakpoint closes (the last one the next call repeats)
+
+
+class TreeText(msgspec.Struct, frozen=True):
+    """A component's text that a prompt cache may split into blocks (the call tree).
+
+    ``chunks`` are newline-ended pieces whose token counts add up to the whole (finished
+    subtrees are single chunks, the same string objects from one call to the next, so
+    counting them is paid once); ``cuts`` the offsets where a later call's text can still
+    agree with this one; ``here`` the offset where the current call's own lines begin.
+    """
+
+    chunks: list[str]
+    cuts: list[int]
+    here: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
 
 
 class Problem(msgspec.Struct, frozen=True):
-    """A component that failed: skipped, and said so."""
+    """A component that failed: skipped, and said so, with where it came from (the
+    distribution that published it, ``callctx`` for a built-in, None if registered by hand)."""
 
     component: str
     error: str
+    origin: str | None = None
 
 
 class Context(msgspec.Struct, frozen=True):

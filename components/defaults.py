@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import environment, guidance, history, memory, tools, workspace
-from .component import ContextComponent, Registry
+from .component import BUILTIN, ContextComponent, Registry
 
 BUILTINS: tuple[ContextComponent, ...] = (
     *guidance.COMPONENTS,
@@ -15,9 +17,10 @@ BUILTINS: tuple[ContextComponent, ...] = (
 )
 
 
-def default_registry(*, plugins: bool = True) -> Registry:
-    """A fresh registry with every built-in component, plus installed plugins' components."""
-    registry = Registry(BUILTINS)
+def default_registry(*, plugins: bool = True, disable: Iterable[str] = ()) -> Registry:
+    """A fresh registry with every built-in component, plus installed plugins' components
+    (except those named in ``disable``, by entry-point or distribution name)."""
+    registry = Registry(BUILTINS, origin=BUILTIN)
     if plugins:
-        registry.load_entry_points()
+        registry.load_entry_points(disable=disable)
     return registry

@@ -19,13 +19,14 @@ HARNESS = "callctx"
 
 
 @functools.cache
-def detect() -> Environment:
-    """This machine and harness, read once."""
+def detect(state_dir: str | None = None) -> Environment:
+    """This machine and harness, read once; ``state_dir`` defaults to ``~/.callctx`` (the
+    runtime passes ``$CALLCTX_HOME`` here when it is set)."""
     system = platform.system() or "unknown"
     release = platform.release()
     shell = Path(os.environ.get("SHELL", "")).name or ("cmd" if os.name == "nt" else "sh")
     backend = "Docker" if Path("/.dockerenv").exists() else "local"
-    state = os.environ.get("CALLCTX_HOME") or str(Path.home() / ".callctx")
+    state = state_dir or str(Path.home() / ".callctx")
     return Environment(os=f"{system} {release}".strip(), shell=shell, backend=backend, harness=HARNESS, state_dir=state)
 
 

@@ -162,7 +162,7 @@ def _compare(scenario: Scenario, a: Context, b: Context, report: GuardReport) ->
         allowed = seg.component in scenario.expected or (seg.section == "turn" and "turn" in scenario.expected)
         if seg.component == "call_tree" and allowed and before is not None:
             tree_a = a.segment("call_tree")
-            cut = sum(len(x) for x in (tree_a.blocks or [tree_a.text])[: (tree_a.anchor or 0) + 1])
+            cut = sum(len(x) for x in (tree_a.blocks or [tree_a.text])[: (tree_a.breakpoint_block or 0) + 1])
             if not seg.text.startswith(tree_a.text[:cut]):
                 report.findings.append(Finding(scenario.name, seg.component, seg.layer, cached_after))
             continue

@@ -1,36 +1,21 @@
 """The call tree: the last block of the second layer, sent at the head of the messages.
 
 It grows at its tail and releases at its tail, so its prefix is stable from one call to the
-next. The text carries its chunks and cut points along (see :class:`TreeText`), so token
-counting reuses work and the wire can split it where a cache can split it.
+next. It is built as a :class:`TreeText` (chunks, cut points, where the current call begins),
+so token counting reuses work and the wire can split it where a cache can split it.
 """
 
 from __future__ import annotations
 
 from .component import ContextComponent
+from .context import TreeText
 from .ctx import Ctx
 
 OPEN = "<call_tree>\n"
 CLOSE = "</call_tree>"
 
 
-class TreeText(str):
-    """A ``str`` that also knows its chunks (newline-ended pieces whose token counts add up),
-    its cuts (where the items along the viewer's path begin) and where the viewer begins."""
-
-    chunks: list[str]
-    cuts: list[int]
-    here: int | None
-
-    def __new__(cls, chunks: list[str], cuts: list[int], here: int | None = None) -> TreeText:
-        self = super().__new__(cls, "".join(chunks))
-        self.chunks = chunks
-        self.cuts = cuts
-        self.here = here
-        return self
-
-
-def call_tree(ctx: Ctx) -> str | None:
+def call_tree(ctx: Ctx) -> TreeText | None:
     view = ctx.call_tree
     if view is None or not view.text:
         return None

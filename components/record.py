@@ -15,7 +15,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
+from callctx.projection.manifest import (
+    Manifest,
+    ManifestError,
+    RecordedMedia,
+    RecordedProblem,
+    RecordedSegment,
+)
+from callctx.projection.manifest import decode as _decode_manifest
+from callctx.projection.manifest import encode as _encode_manifest
 
 from . import wire
 from .context import Context, Problem, Segment
@@ -24,33 +32,17 @@ from .wire import exchange as wire_exchange
 from .wire.exchange import Exchange
 from .wire.params import Params
 
-VERSION = 2
+RecordError = ManifestError
+"""A recorded call cannot be restored (a missing text, a bad manifest)."""
 
 
-class RecordError(ValueError):
-    """A recorded call cannot be restored (a missing text, a bad manifest)."""
+def manifest(text: str) -> Manifest:
+    """The manifest a chat span carries; raises :class:`RecordError` when it is unreadable."""
+    return _decode_manifest(text)
 
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-class Manifest(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The per-call record: hashes of everything the request was built from."""
-
-    wire: str
-    params: Params
-    encoding: str
-    segments: list[tuple[str, str, str, str, int, bool, bool, list[int] | None, int | None]]
-    request: str  # sha256 of the canonical request body
-    tools: str | None = None
-    exchanges: str | None = None
-    media: list[tuple[str, str, str]] = []
-    problems: list[tuple[str, str]] = []
-    v: int = VERSION
-
-
-_manifest_decoder = msgspec.json.Decoder(Manifest)
 
 
 def record(
@@ -73,12 +65,15 @@ def record(
                 pos += len(b)
                 cuts.append(pos)
         segments.append(
-            (s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts, s.anchor)
-        )
+            RecordedSegment(
+                s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts,
+                s.breakpoint_block,
+            )
+        )  # fmt: skip
     tools = put(json.dumps(context.tools, sort_keys=True, ensure_ascii=False)) if context.tools else None
     ex = put(wire_exchange.encode(exchanges)) if exchanges else None
-    media = [(a.name, a.mime, put(base64.b64encode(a.data or b"").decode())) for a in context.media]
-    manifest = Manifest(
+    media = [RecordedMedia(a.name, a.mime, put(base64.b64encode(a.data or b"").decode())) for a in context.media]
+    recorded = Manifest(
         wire=wire.resolve(wire_name),
         params=params,
         encoding=context.encoding,
@@ -87,16 +82,9 @@ def record(
         tools=tools,
         exchanges=ex,
         media=media,
-        problems=[(p.component, p.error) for p in context.problems],
+        problems=[RecordedProblem(p.component, p.error, p.origin) for p in context.problems],
     )
-    return msgspec.json.encode(manifest).decode(), blobs
-
-
-def manifest(text: str) -> Manifest:
-    try:
-        return _manifest_decoder.decode(text)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise RecordError(f"unreadable context manifest: {e}") from None
+    return _encode_manifest(recorded), blobs
 
 
 def restore(m: Manifest, blobs: Mapping[str, str]) -> tuple[Context, list[Exchange]]:
@@ -112,20 +100,25 @@ def restore(m: Manifest, blobs: Mapping[str, str]) -> tuple[Context, list[Exchan
         return text
 
     segments = []
-    for component, layer, section, h, tokens, cacheable, breakpoint, cuts, anchor in m.segments:
-        text = get(h)
+    for seg in m.segments:
+        text = get(seg.text)
         blocks = None
-        if cuts is not None:
-            edges = [0, *cuts, len(text)]
+        if seg.cuts is not None:
+            edges = [0, *seg.cuts, len(text)]
             blocks = [text[a:b] for a, b in itertools.pairwise(edges)]
-        segments.append(Segment(component, layer, section, text, tokens, cacheable, breakpoint, blocks, anchor))  # type: ignore[arg-type]
+        segments.append(
+            Segment(
+                seg.component, seg.layer, seg.section, text, seg.tokens, seg.cacheable,  # type: ignore[arg-type]
+                seg.breakpoint, blocks, seg.breakpoint_block,
+            )
+        )  # fmt: skip
     tools = json.loads(get(m.tools)) if m.tools else []
     exchanges = wire_exchange.decode(get(m.exchanges)) if m.exchanges else []
-    media = [Attachment(name, mime, data=base64.b64decode(get(h))) for name, mime, h in m.media]
+    media = [Attachment(x.name, x.mime, data=base64.b64decode(get(x.data))) for x in m.media]
     context = Context(
         tools=tools,
         segments=segments,
-        problems=[Problem(c, e) for c, e in m.problems],
+        problems=[Problem(p.component, p.error, p.origin) for p in m.problems],
         encoding=m.encoding,
         media=media,
     )

@@ -10,12 +10,12 @@ history and invalidate it on every call.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from callctx.projection.view import TreeView
 
 from .ctx import Turn
+from .doctext import first_sentence
 from .memory import RECALL_FAILED, fence_recall
 
 CALL_PATH_MAX = 8
@@ -42,14 +42,6 @@ def passed_to(function: str, param: str) -> str:
 
 
 # ---- blocks -------------------------------------------------------------------------------------
-def first_sentence(doc: str | None) -> str | None:
-    if not doc:
-        return None
-    text = " ".join(doc.split())
-    m = re.match(r"(.+?[.!?])(?:\s|$)", text)
-    return m.group(1) if m else text
-
-
 def call_path(names: list[str], limit: int = CALL_PATH_MAX) -> str:
     """``root → … → current``, keeping both ends when the path is long."""
     if len(names) > limit:

@@ -22,7 +22,7 @@ from .ctx import Ctx, WorkspacePolicy
 from .fences import neutralize_fences
 from .injection import scan
 
-log = logging.getLogger("callctx.components")
+log = logging.getLogger(__name__)
 
 MAX_WORKSPACE_CHARS = 8000
 READ_LIMIT = 1 << 21  # bytes read from any one file

@@ -44,7 +44,7 @@ from .node import (
 from .render import Rendered, Renderer
 from .view import CallInfo, TreeView
 
-log = logging.getLogger("callctx.projection")
+log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_LIMIT = 200
 _EXPOSE = frozenset(s.EXPOSE_LEVELS)

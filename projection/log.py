@@ -10,9 +10,11 @@ Durability contract
   cache). From then on a crash of the process (an exception, ``os._exit``, ``SIGKILL``, the OOM
   killer) cannot lose it. A power cut or a kernel crash can still lose what the OS had not
   flushed to the disk yet: with ``fsync="never"`` that is whatever was written since the OS last
-  wrote back (on Linux typically up to ~30 s); with a number of seconds, the records since the
-  last fsync (at most that many seconds of them); with ``"always"``, nothing ``write`` returned
-  ``True`` for. ``close`` always fsyncs.
+  wrote back (on Linux typically up to ~30 s); with a number of seconds, the records written
+  since the last fsync (one is made by the first write at least that many seconds after the
+  previous one, so a log that goes quiet keeps its last records unsynced until the next write,
+  the OS's own write-back, or ``close``); with ``"always"``, nothing ``write`` returned ``True``
+  for. ``close`` always fsyncs.
 * ``write`` returns ``False`` when the record could not be written (a full disk: ``ENOSPC``,
   ``EDQUOT``; ``EIO``...). It never raises for that: the record is kept in memory, in a bounded
   backlog (100,000 records or 256 MiB, whichever comes first; past that, further records are
@@ -54,7 +56,7 @@ import msgspec
 
 from .events import LogHeader, Record, decode, decode_lines, encode
 
-log = logging.getLogger("callctx.log")
+log = logging.getLogger(__name__)
 
 FsyncPolicy = Literal["always", "never"] | float
 """``"always"``: fsync after every record (durable against power loss, slow); ``"never"``:

@@ -9,7 +9,6 @@ call's context too.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -19,6 +18,8 @@ import msgspec
 from . import schema as s
 from .events import Blob, Record, SpanEnded, SpanStarted
 from .log import read_log
+from .manifest import ManifestError
+from .manifest import decode as decode_manifest
 
 BLOB_EVENT = "callctx.blob"
 INTERRUPTED = "callctx.interrupted"
@@ -155,17 +156,13 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
 
 def _blob_refs(attrs: dict[str, Any]) -> list[str]:
     """The text hashes a chat span's manifest refers to."""
-    manifest = attrs.get(s.CONTEXT)
-    if not isinstance(manifest, str):
+    text = attrs.get(s.CONTEXT)
+    if not isinstance(text, str):
         return []
     try:
-        m = json.loads(manifest)
-    except ValueError:
+        return decode_manifest(text).text_hashes()
+    except ManifestError:
         return []
-    refs = [seg[3] for seg in m.get("segments", []) if isinstance(seg, list) and len(seg) > 3]
-    refs += [m[k] for k in ("tools", "exchanges") if isinstance(m.get(k), str)]
-    refs += [x[2] for x in m.get("media", []) if isinstance(x, list) and len(x) > 2]
-    return [r for r in refs if isinstance(r, str)]
 
 
 def records(spans: Iterable[SpanData]) -> Iterator[Record]:

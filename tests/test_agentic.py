@@ -164,7 +164,7 @@ def test_instrumentation_failure_never_reaches_the_function(runtime, caplog):
     def f(x):
         return x * 2
 
-    with caplog.at_level(logging.ERROR, logger="callctx.tracing"):
+    with caplog.at_level(logging.ERROR, logger="callctx.decorator"):
         assert f(21) == 42
     assert "running it untraced" in caplog.text
 
@@ -355,8 +355,8 @@ def test_async_generator_and_aclose(runtime, spans):
 def test_without_setup_functions_still_run():
     from callctx import active
 
-    saved = active.runtime
-    active.runtime = None
+    saved = active.current()
+    active.deactivate(saved)
     try:
 
         @agentic
@@ -365,4 +365,4 @@ def test_without_setup_functions_still_run():
 
         assert f(3) == 3
     finally:
-        active.runtime = saved
+        active.activate(saved)

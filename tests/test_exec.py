@@ -202,7 +202,7 @@ def test_memory_prefetch_reaches_the_turn(runtime, calls, tmp_path):
     mem = FileMemory(tmp_path / "m")
     (mem.workspace / "notes").mkdir(parents=True)
     (mem.workspace / "notes" / "n.md").write_text("The user prefers tea over coffee.\n")
-    runtime.config.memory = mem
+    runtime.config.base = runtime.config.base.replace(memory=mem)
 
     @agentic
     def drinks():

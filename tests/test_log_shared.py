@@ -176,7 +176,7 @@ class FullDisk:
 
 
 def _log_lines(caplog, level):
-    return [r.getMessage() for r in caplog.records if r.name == "callctx.log" and r.levelno == level]
+    return [r.getMessage() for r in caplog.records if r.name == "callctx.projection.log" and r.levelno == level]
 
 
 @pytest.mark.parametrize("blank", [True, False])
@@ -186,7 +186,7 @@ def test_a_full_disk_keeps_records_and_writes_them_when_space_returns(tmp_path, 
     disk = FullDisk(monkeypatch, log._fd, partial=57)
     if not blank:  # the fragment cannot be blanked (a copy-on-write filesystem that is full)
         monkeypatch.setattr(os, "pwrite", lambda *a: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
-    with caplog.at_level(logging.INFO, logger="callctx.log"):
+    with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
         assert all(log.append(record(0, i, 200)) for i in range(5))
         disk.full = True
         assert not any(log.append(record(0, i, 200)) for i in range(5, 12))  # kept, nothing raised
@@ -208,7 +208,7 @@ def test_the_backlog_is_bounded_and_losses_are_told_once_at_close(tmp_path, monk
     log = EventLog(path, backlog_records=3)
     disk = FullDisk(monkeypatch, log._fd, partial=0)
     disk.full = True
-    with caplog.at_level(logging.INFO, logger="callctx.log"):
+    with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
         assert not any(log.append(record(0, i, 50)) for i in range(10))
         disk.full = False
         assert log.append(record(0, 10, 50))
@@ -227,7 +227,7 @@ def test_a_disk_still_full_at_close_reports_the_backlog(tmp_path, monkeypatch, c
     log = EventLog(path)
     disk = FullDisk(monkeypatch, log._fd, partial=0)
     disk.full = True
-    with caplog.at_level(logging.INFO, logger="callctx.log"):
+    with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
         for i in range(4):
             assert log.append(record(0, i, 50)) is False
         log.close()
@@ -256,7 +256,7 @@ def test_a_full_tmpfs(tmp_path, caplog):
         log = EventLog(path)
         written, kept, after = [], [], []
         try:
-            with caplog.at_level(logging.INFO, logger="callctx.log"):
+            with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
                 n = 0
                 while not kept:  # until the disk is full
                     (written if log.append(record(0, n, 100 + n * 37 % 900)) else kept).append(n)

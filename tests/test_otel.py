@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 
-from callctx import agentic, otel, setup
+from callctx import agentic, otel, settings, setup
 from callctx.projection import Projection
 from callctx.projection import schema as s
 
@@ -62,16 +62,16 @@ def test_exporter_from_the_standard_variables(monkeypatch):
     for k in list(os.environ):
         if k.startswith("OTEL_EXPORTER_OTLP"):
             monkeypatch.delenv(k)
-    assert otel.exporter_from_env() is None
+    assert otel.exporter_from_settings(settings.read()) is None
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    http = otel.exporter_from_env()
+    http = otel.exporter_from_settings(settings.read())
     assert type(http).__module__.endswith("proto.http.trace_exporter")
     assert http._endpoint == "http://127.0.0.1:9/v1/traces"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    grpc = otel.exporter_from_env()
+    grpc = otel.exporter_from_settings(settings.read())
     assert type(grpc).__module__.endswith("proto.grpc.trace_exporter")
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-    assert otel.exporter_from_env("http://10.0.0.1:4318")._endpoint == "http://10.0.0.1:4318/v1/traces"
+    assert otel.exporter_from_settings(settings.read(), "http://10.0.0.1:4318")._endpoint == "http://10.0.0.1:4318/v1/traces"
 
 
 def test_spans_reach_an_otlp_endpoint(sink, tmp_path):

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
+
+from callctx.components.ctx import Attachment
 
 from . import active
-
-if TYPE_CHECKING:
-    from callctx.components.ctx import Attachment
-
-    from .runtime import Runtime
+from .active import ActiveRuntime
 
 
 def _kebab(name: str) -> str:
@@ -32,7 +30,7 @@ class Agent:
     instructions: str | None = None
     tools: ClassVar[Sequence[Callable[..., Any]]] = ()  # offered on every call this agent makes
 
-    def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: Runtime | None = None):
+    def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: ActiveRuntime | None = None):
         if name:
             self.name = name
         elif not self.name:
@@ -42,10 +40,10 @@ class Agent:
         self._runtime = runtime
 
     @property
-    def runtime(self) -> Runtime:
-        rt = self._runtime or active.runtime
+    def runtime(self) -> ActiveRuntime:
+        rt = self._runtime or active.current()
         if rt is None:
-            raise RuntimeError("no callctx runtime: call tracing.setup() first or pass runtime=")
+            raise RuntimeError("no callctx runtime: call callctx.setup() first or pass runtime=")
         return rt
 
     def exec(

@@ -495,7 +495,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
-    quiet = logging.getLogger("callctx.log")  # damage is reported here, once, not by the reader too
+    quiet = logging.getLogger("callctx.projection.log")  # damage is reported here, once, not by the reader too
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:

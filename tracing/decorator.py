@@ -14,22 +14,26 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, get_args, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
+from callctx.components.doctext import first_paragraph
 from callctx.projection import schema as s
 
 from . import active
 from .payload import Binder, output_attributes, to_json
 
-log = logging.getLogger("callctx.tracing")
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_ITEMS = 1000  # a generator's recorded output keeps its first items, not an endless stream
-Expose = str  # "io" | "llm" | "full" | "hidden"
+Expose = Literal["io", "llm", "full", "hidden"]
+"""What other calls see of a call: ``io`` its input and output, ``llm`` also its own model
+exchanges, ``full`` also its tool calls, ``hidden`` no node (its children hang under its parent)."""
+assert get_args(Expose) == s.EXPOSE_LEVELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +46,6 @@ class CallSpec:
     binder: Binder
     capture_io: bool
     summarize: Callable[[Any], str] | None
-
-
-def _first_paragraph(doc: str | None) -> str | None:
-    if not doc:
-        return None
-    text = inspect.cleandoc(doc).split("\n\n", 1)[0]
-    return " ".join(text.split()) or None
 
 
 def _spec(
@@ -74,7 +71,7 @@ def _spec(
         s.AGENT_NAME: fname,
         s.SPAN_KIND: "AGENT",
     }
-    doc = _first_paragraph(fn.__doc__)
+    doc = first_paragraph(fn.__doc__)
     if doc:
         attrs[s.DOC] = doc
     if expose != "io":
@@ -152,6 +149,43 @@ def agentic(
 
 
 # ---- the bookkeeping, each step guarded -------------------------------------------------------
+class _Invocation:
+    """One call of a decorated function: its span, made current while the function runs.
+
+    Every step is guarded: a failure in the bookkeeping is logged and the function runs (or
+    goes on) untraced. Used as a context manager around the function's body; the function's
+    own exception passes through unchanged.
+    """
+
+    __slots__ = ("result", "span", "spec", "token")
+
+    def __init__(self, spec: CallSpec, args: tuple[Any, ...], kwargs: dict[str, Any], parent: Any = None) -> None:
+        self.spec = spec
+        self.span = _start(spec, args, kwargs, parent)
+        self.token: object | None = None
+        self.result: Any = None
+
+    def enter(self) -> None:
+        """Make the span current (again, for each step of a generator)."""
+        self.token = _attach(self.span)
+
+    def leave(self) -> None:
+        """Restore the caller's context."""
+        _detach(self.token)
+        self.token = None
+
+    def __enter__(self) -> _Invocation:
+        self.enter()
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        self.leave()
+        if exc is not None:
+            _fail(self.spec, self.span, exc)
+        else:
+            _succeed(self.spec, self.span, self.result)
+
+
 def _start(spec: CallSpec, args: tuple[Any, ...], kwargs: dict[str, Any], parent: Any = None) -> Span | None:
     try:
         attrs = spec.attributes.copy()
@@ -160,7 +194,7 @@ def _start(spec: CallSpec, args: tuple[Any, ...], kwargs: dict[str, Any], parent
             attrs[s.INPUT_MIME] = s.MIME_JSON
         if args and getattr(args[0], "__callctx_agent__", False):
             attrs[s.AGENT] = args[0].name
-        rt = active.runtime
+        rt = active.current()
         if rt is None:
             return active.fallback.start_span(spec.span_name, context=parent, attributes=attrs)
         if rt.session_id is not None:
@@ -230,17 +264,9 @@ def _fail(spec: CallSpec, span: Span | None, exc: BaseException) -> None:
 def _wrap_sync(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        span = _start(spec, args, kwargs)
-        token = _attach(span)
-        try:
-            result = fn(*args, **kwargs)
-        except BaseException as e:
-            _detach(token)
-            _fail(spec, span, e)
-            raise
-        _detach(token)
-        _succeed(spec, span, result)
-        return result
+        with _Invocation(spec, args, kwargs) as inv:
+            inv.result = fn(*args, **kwargs)
+        return inv.result
 
     return call
 
@@ -248,59 +274,86 @@ def _wrap_sync(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
 def _wrap_async(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def call(*args: Any, **kwargs: Any) -> Any:
-        span = _start(spec, args, kwargs)
-        token = _attach(span)
-        try:
-            result = await fn(*args, **kwargs)
-        except BaseException as e:
-            _detach(token)
-            _fail(spec, span, e)
-            raise
-        _detach(token)
-        _succeed(spec, span, result)
-        return result
+        with _Invocation(spec, args, kwargs) as inv:
+            inv.result = await fn(*args, **kwargs)
+        return inv.result
 
     return call
 
 
-def _wrap_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
-    """The span covers the iteration; between items the caller's context is current again."""
+class _Iteration:
+    """A generator's span: it covers the whole iteration; between items the caller's context
+    is current again. Collects the first ``MAX_ITEMS`` items as the recorded output."""
 
+    __slots__ = ("inv", "items", "parent", "sent", "thrown")
+
+    def __init__(self) -> None:
+        self.parent = otel_context.get_current()
+        self.inv: _Invocation | None = None
+        self.items: list[Any] = []
+        self.sent: Any = None
+        self.thrown: BaseException | None = None
+
+    def step(self, spec: CallSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Invocation:
+        """Before resuming the generator: the span (started on the first step) made current."""
+        if self.inv is None:
+            self.inv = _Invocation(spec, args, kwargs, self.parent)
+        self.inv.enter()
+        return self.inv
+
+    def got(self, spec: CallSpec, item: Any) -> None:
+        """The generator yielded ``item``."""
+        self.inv.leave()  # type: ignore[union-attr]
+        self.thrown = None
+        if spec.capture_io and len(self.items) < MAX_ITEMS:
+            self.items.append(item)
+
+    def finish(self, value: Any = None) -> None:
+        """The generator returned (``value``, else what it yielded is the output)."""
+        inv = self.inv
+        inv.leave()  # type: ignore[union-attr]
+        _succeed(inv.spec, inv.span, value if value is not None else (self.items or None))  # type: ignore[union-attr]
+
+    def fail(self, exc: BaseException) -> None:
+        inv = self.inv
+        inv.leave()  # type: ignore[union-attr]
+        _fail(inv.spec, inv.span, exc)  # type: ignore[union-attr]
+
+    def resume(self) -> tuple[str, Any]:
+        """How to resume: ("throw", exc) for an exception the consumer threw in, else ("send", value)."""
+        return ("throw", self.thrown) if self.thrown is not None else ("send", self.sent)
+
+
+def _wrap_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        parent = otel_context.get_current()
+        it = _Iteration()
         gen = fn(*args, **kwargs)
-        span = None
-        items: list[Any] = []
-        sent: Any = None
-        thrown: BaseException | None = None
-        started = False
         while True:
-            if not started:
-                span = _start(spec, args, kwargs, parent)
-                started = True
-            token = _attach(span)
+            it.step(spec, args, kwargs)
+            how, value = it.resume()
             try:
-                item = gen.throw(thrown) if thrown is not None else gen.send(sent)
+                item = gen.throw(value) if how == "throw" else gen.send(value)
             except StopIteration as stop:
-                _detach(token)
-                _succeed(spec, span, stop.value if stop.value is not None else _collected(items))
+                it.finish(stop.value)
                 return stop.value
             except BaseException as e:
-                _detach(token)
-                _fail(spec, span, e)
+                it.fail(e)
                 raise
-            _detach(token)
-            thrown = None
-            if spec.capture_io and len(items) < MAX_ITEMS:
-                items.append(item)
+            it.got(spec, item)
             try:
-                sent = yield item
-            except GeneratorExit:
-                _close(spec, span, gen.close, items)
+                it.sent = yield item
+            except GeneratorExit:  # the consumer stopped early (break, close(), garbage collection)
+                it.step(spec, args, kwargs)
+                try:
+                    gen.close()
+                except BaseException as e:
+                    it.fail(e)
+                    raise
+                it.finish()
                 raise
             except BaseException as e:  # noqa: BLE001 - thrown in by the consumer: forwarded into the generator
-                thrown = e
+                it.thrown = e
 
     return call
 
@@ -308,75 +361,45 @@ def _wrap_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
 def _wrap_async_gen(fn: Callable[..., Any], spec: CallSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def call(*args: Any, **kwargs: Any) -> Any:
-        parent = otel_context.get_current()
+        it = _Iteration()
         agen = fn(*args, **kwargs)
-        span = None
-        items: list[Any] = []
-        sent: Any = None
-        thrown: BaseException | None = None
-        started = False
         while True:
-            if not started:
-                span = _start(spec, args, kwargs, parent)
-                started = True
-            token = _attach(span)
+            it.step(spec, args, kwargs)
+            how, value = it.resume()
             try:
-                item = await (agen.athrow(thrown) if thrown is not None else agen.asend(sent))
+                item = await (agen.athrow(value) if how == "throw" else agen.asend(value))
             except StopAsyncIteration:
-                _detach(token)
-                _succeed(spec, span, _collected(items))
+                it.finish()
                 return
             except BaseException as e:
-                _detach(token)
-                _fail(spec, span, e)
+                it.fail(e)
                 raise
-            _detach(token)
-            thrown = None
-            if spec.capture_io and len(items) < MAX_ITEMS:
-                items.append(item)
+            it.got(spec, item)
             try:
-                sent = yield item
+                it.sent = yield item
             except GeneratorExit:
-                token = _attach(span)
+                it.step(spec, args, kwargs)
                 try:
                     await agen.aclose()
                 finally:
-                    _detach(token)
-                    _succeed(spec, span, _collected(items))
+                    it.finish()
                 raise
             except BaseException as e:  # noqa: BLE001 - thrown in by the consumer: forwarded into the generator
-                thrown = e
+                it.thrown = e
 
     return call
 
 
-def _collected(items: list[Any]) -> Any:
-    """A generator's output is what it yielded."""
-    return items or None
-
-
-def _close(spec: CallSpec, span: Span | None, close: Callable[[], None], items: list[Any]) -> None:
-    """The consumer stopped early (``break``, ``close()``, garbage collection): end the span."""
-    token = _attach(span)
-    try:
-        close()
-    except BaseException as e:
-        _detach(token)
-        _fail(spec, span, e)
-        raise
-    _detach(token)
-    _succeed(spec, span, _collected(items))
-
-
-class traced_call:
-    """An agentic call made by the runtime itself (a top-level turn), as a context manager."""
+class TracedCall:
+    """An agentic call made by the runtime itself (a top-level turn), as a context manager:
+    set ``output`` inside the block; it becomes the call's output when the block ends."""
 
     def __init__(self, name: str, inputs: dict[str, Any], **attributes: Any) -> None:
-        def _stub() -> None:  # the spec only needs a name and a signature
+        def _signature() -> None:  # the spec only needs a name and a signature
             return None
 
         spec = _spec(
-            _stub,
+            _signature,
             name=name,
             expose="io",
             render_range=None,
@@ -388,17 +411,15 @@ class traced_call:
         self.spec = CallSpec(spec.name, spec.span_name, {**spec.attributes, **attributes}, spec.binder, True, None)
         self.inputs = inputs
         self.output: Any = None
-        self._span: Span | None = None
-        self._token: object | None = None
+        self._inv: _Invocation | None = None
 
-    def __enter__(self) -> traced_call:
-        self._span = _start(self.spec, (), self.inputs)
-        self._token = _attach(self._span)
+    def __enter__(self) -> TracedCall:
+        self._inv = _Invocation(self.spec, (), self.inputs)
+        self._inv.enter()
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        _detach(self._token)
-        if exc is not None:
-            _fail(self.spec, self._span, exc)
-        else:
-            _succeed(self.spec, self._span, self.output)
+        inv = self._inv
+        assert inv is not None
+        inv.result = self.output
+        inv.__exit__(kind, exc, tb)

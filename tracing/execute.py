@@ -9,11 +9,10 @@ schema (one retry that shows the model the error) and returns the value.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from opentelemetry import trace
@@ -21,23 +20,25 @@ from opentelemetry.trace import Status, StatusCode
 
 from callctx.components import assemble, record, wire
 from callctx.components.context import Context
-from callctx.components.ctx import AgentInfo, Attachment, Ctx, Turn
+from callctx.components.ctx import AgentInfo, Attachment, Turn
+from callctx.components.doctext import first_paragraph
 from callctx.components.memory import prefetch
 from callctx.components.turn import for_view
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResult, ToolResults, UserNote
+from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.events import Blob, encode
 from callctx.projection.spans import BLOB_EVENT
 
-from .decorator import traced_call
+from .config import Config
+from .decorator import TracedCall
 from .models.base import ModelError, ModelRequest, Reply
 from .tools import Tool, as_tools, result_text
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .runtime import Runtime
+    from opentelemetry.trace import Tracer
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    from .agent import Agent
 
 
 class OutputValidationError(ValueError):
@@ -67,24 +68,39 @@ class CallRecord:
         return text.removeprefix("<call_tree>\n").removesuffix("</call_tree>")
 
 
-def capture_default() -> bool:
-    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "span_only", "span_and_event")
+class ExecHost(Protocol):
+    """What a model call needs from the runtime it runs in (``Runtime`` is one)."""
+
+    config: Config
+    tracer: Tracer
+    projection: Projection
+
+    def current_span_id(self) -> str | None: ...
+
+    def view(self, span_id: str) -> TreeView: ...
+
+    def next_call_index(self) -> int: ...
+
+    def store_blobs(self, blobs: dict[str, str]) -> None: ...
+
+    def texts_to_send(self, blobs: dict[str, str]) -> dict[str, str]: ...
+
+    def notify(self, call: CallRecord) -> None: ...
 
 
 def agent_info(agent: Agent | None, default: AgentInfo) -> AgentInfo:
     if agent is None:
         return default
-    doc = (type(agent).__doc__ or "").strip().split("\n\n", 1)[0]
     return AgentInfo(
         name=agent.name,
         agent_id=agent.agent_id,
-        description=" ".join(doc.split()) or default.description,
+        description=first_paragraph(type(agent).__doc__) or default.description,
         inline_prompt=getattr(agent, "instructions", None) or default.inline_prompt,
     )
 
 
 def execute(
-    rt: Runtime,
+    rt: ExecHost,
     prompt: str,
     *,
     schema: Any = None,
@@ -101,14 +117,14 @@ def execute(
     if holder is None:
         # Outside any agentic call: a top-level conversation turn, itself a call in the tree,
         # so the turns of a session see each other.
-        with traced_call("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
+        with TracedCall("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
             call.output = _run(rt, prompt, schema, tools, position, output, attachments, agent, top_level=True)
             return call.output
     return _run(rt, prompt, schema, tools, position, output, attachments, agent, top_level=False)
 
 
 def _run(
-    rt: Runtime,
+    rt: ExecHost,
     prompt: str,
     schema: Any,
     tools: Sequence[Any],
@@ -130,7 +146,8 @@ def _run(
     standing = [*cfg.tools, *(getattr(agent, "tools", None) or ())]
     tool_list = as_tools(_unique([*standing, *tools]), exclude=function)
 
-    recalled, failed = prefetch(cfg.memory, prompt) if cfg.memory is not None else (None, False)
+    memory = cfg.base.memory
+    recalled, failed = prefetch(memory, prompt) if memory is not None else (None, False)
     turn_inputs: dict[str, Any] = {
         "user_input": prompt,
         "attachments": list(attachments),
@@ -149,21 +166,12 @@ def _run(
     else:
         turn = Turn(**turn_inputs)
     model = cfg.model
-    ctx = Ctx(
-        agent=agent_info(agent, cfg.agent),
+    base = cfg.base
+    ctx = base.replace(
+        agent=agent_info(agent, base.agent),
         provider=model.provider,
         model=model.params.model,
-        channel=cfg.channel,
-        channel_limit=cfg.channel_limit,
         tools=tuple(t.spec for t in tool_list),
-        deferred_tools=cfg.deferred_tools,
-        skills=cfg.skills,
-        memory=cfg.memory,
-        workspace=cfg.workspace,
-        workspace_policy=cfg.workspace_policy,
-        cwd=cfg.cwd,
-        session=cfg.session,
-        clock=cfg.clock,
         call_tree=view,
         turn=turn,
     )
@@ -238,7 +246,7 @@ def _validate(text: str, schema: Any) -> Any:
 
 
 def _chat(
-    rt: Runtime,
+    rt: ExecHost,
     context: Context,
     exchanges: list[Exchange],
     function: str | None,
@@ -302,7 +310,7 @@ def _hex(span: trace.Span) -> str:
     return format(span.get_span_context().span_id, "016x")
 
 
-def _run_tools(rt: Runtime, reply: Reply, tools: list[Tool]) -> ToolResults:
+def _run_tools(rt: ExecHost, reply: Reply, tools: list[Tool]) -> ToolResults:
     by_name = {t.name: t for t in tools}
     results = []
     for call in reply.tool_calls:

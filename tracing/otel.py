@@ -1,50 +1,55 @@
-"""OpenTelemetry wiring: the OTLP exporter from the standard variables, a bounded flush at
-exit, and the hook that gives programs run under ``opentelemetry-instrument`` the call tree
-with no code change."""
+"""OpenTelemetry wiring: the OTLP exporter from the settings, a bounded flush at exit, and
+which tracer providers callctx created itself.
+
+Threading: :func:`shutdown_within` runs the provider's shutdown on a helper thread and
+returns after at most ``timeout`` seconds, whatever the exporter does.
+"""
 
 from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from .settings import Settings
 
-log = logging.getLogger("callctx.otel")
+log = logging.getLogger(__name__)
 
-
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+_owned: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 
 
-def exporter_from_env(endpoint: str | None = None) -> SpanExporter | None:
-    """An OTLP span exporter when an endpoint is configured (argument or ``OTEL_*``), else None.
+def new_provider() -> TracerProvider:
+    """A provider of our own (remembered, so a later ``setup()`` does not join it)."""
+    from opentelemetry.sdk.resources import Resource
 
-    Protocol from ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL``
-    (``http/protobuf`` by default, or ``grpc``); headers, timeout, compression and
-    certificates are read by the official exporter itself from the same variables.
+    provider = TracerProvider(resource=Resource.create(), shutdown_on_exit=False)
+    _owned.add(provider)
+    return provider
+
+
+def owned(provider: object) -> bool:
+    """Did callctx create this provider?"""
+    return isinstance(provider, TracerProvider) and provider in _owned
+
+
+def exporter_from_settings(settings: Settings, endpoint: str | None = None) -> SpanExporter | None:
+    """An OTLP span exporter when an endpoint is configured (argument or settings), else None.
+
+    Protocol ``http/protobuf`` (default) or ``grpc``; headers, timeout, compression and
+    certificates are read by the official exporter itself from the standard variables.
     """
-    traces_endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    base = endpoint or _env("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if not (base or traces_endpoint):
+    if not (endpoint or settings.exporting):
         return None
-    protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    protocol = settings.otlp_protocol
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        target = endpoint or traces_endpoint or base
-        return GrpcExporter(endpoint=target)
+        return GrpcExporter(endpoint=endpoint or settings.otlp_traces_endpoint or settings.otlp_endpoint)
     if protocol not in ("http/protobuf", "http"):
         log.warning("callctx: OTLP protocol %r is not supported; using http/protobuf", protocol)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
@@ -82,30 +87,23 @@ def shutdown_within(provider: TracerProvider, timeout: float) -> bool:
     return finished
 
 
-_at_exit: weakref.WeakSet[Runtime] = weakref.WeakSet()
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_at_exit: weakref.WeakSet[Closeable] = weakref.WeakSet()
 _registered = False
 
 
-def close_at_exit(rt: Runtime) -> None:
+def close_at_exit(thing: Closeable) -> None:
+    """Close ``thing`` when the interpreter exits (if it is still alive then)."""
     global _registered
-    _at_exit.add(rt)
+    _at_exit.add(thing)
     if not _registered:
         atexit.register(_close_all)
         _registered = True
 
 
 def _close_all() -> None:
-    for rt in list(_at_exit):
-        rt.close()
-
-
-def instrument() -> None:
-    """``opentelemetry_post_instrument`` hook: runs after ``opentelemetry-instrument`` set up
-    the SDK, and adds the projection processor to the provider it configured (log from
-    ``$CALLCTX_LOG``)."""
-    from .runtime import setup
-
-    try:
-        setup()
-    except Exception:
-        log.exception("callctx: could not attach the call tree to the instrumented program")
+    for thing in list(_at_exit):
+        thing.close()

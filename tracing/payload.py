@@ -16,7 +16,7 @@ import msgspec
 
 from callctx.projection import schema as s
 
-log = logging.getLogger("callctx.tracing")
+log = logging.getLogger(__name__)
 
 _P = inspect.Parameter
 

@@ -10,7 +10,6 @@ failure is logged and swallowed; it never reaches the user's function.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Any
 
 from opentelemetry.context import Context
@@ -21,9 +20,8 @@ from callctx.projection import Projection
 from callctx.projection.events import SpanEnded, SpanStarted, encode
 from callctx.projection.log import EventLog
 
-log = logging.getLogger("callctx.processor")
+log = logging.getLogger(__name__)
 
-BACKLOG_LIMIT = 100_000
 _MISSING = object()
 
 
@@ -60,7 +58,6 @@ class ProjectionProcessor(SpanProcessor):
         self._open: dict[int, tuple[str, dict[str, Any]]] = {}
         self._last_trace: tuple[int, str] = (0, "")  # one tuple, so threads never see half of it
         self._closed = False
-        self._backlog: deque[bytes] = deque()  # records the log refused (disk full...), retried first
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._closed:
@@ -125,51 +122,19 @@ class ProjectionProcessor(SpanProcessor):
         return text
 
     def _emit(self, event: SpanStarted | SpanEnded) -> None:
+        """Append to the log and fold, under the projection's lock (the log's order is the
+        fold's order). A record the disk refuses stays with the log, which retries it."""
         proj = self.projection
         with proj.lock:
             if self.log is not None:
-                line = encode(event)
-                if self._backlog:
-                    self._retry()
-                if self._backlog:
-                    self._keep(line)
-                else:
-                    try:
-                        self.log.write(line)
-                    except (OSError, ValueError) as e:
-                        log.error(
-                            "callctx: cannot append to the event log %s (%s); keeping records in memory",
-                            self.log.path,
-                            e,
-                        )
-                        self._keep(line)
+                self.log.write(encode(event))
             proj.apply_locked(event)
-
-    def _keep(self, line: bytes) -> None:
-        if len(self._backlog) < BACKLOG_LIMIT:
-            self._backlog.append(line)
-        elif len(self._backlog) == BACKLOG_LIMIT:
-            log.error("callctx: %d records wait for the event log; dropping further ones", BACKLOG_LIMIT)
-            self._backlog.append(b"")  # marks the overflow so the message is logged once
-
-    def _retry(self) -> None:
-        while self._backlog:
-            line = self._backlog[0]
-            if line:
-                try:
-                    self.log.write(line)  # type: ignore[union-attr]
-                except (OSError, ValueError):
-                    return
-            self._backlog.popleft()
 
     def shutdown(self) -> None:
         self._closed = True
         if self.log is not None:
             with self.projection.lock:
-                self._retry()
-                if self._backlog:
-                    log.error("callctx: %d records could not be written to %s", len(self._backlog), self.log.path)
-            self.log.close()
+                self.log.close()  # retries what the disk refused, and says what was lost
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True

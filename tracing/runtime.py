@@ -13,59 +13,35 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from callctx.components import Registry, default_registry, tokens
-from callctx.components.ctx import AgentInfo, Attachment, DeferredTool, SessionBinding, Skill, WorkspacePolicy
+from callctx.components.ctx import AgentInfo, Attachment, Ctx, DeferredTool, SessionBinding, Skill, WorkspacePolicy
+from callctx.components.environment import detect
 from callctx.components.memory_store import MemoryBackend
 from callctx.projection import Projection, TreeView
 from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
 from callctx.projection.log import EventLog, FsyncPolicy, blob_hashes
 
-from . import active, otel
-from .execute import CallRecord, capture_default, execute, write_blobs
+from . import active, otel, settings
+from .config import Config
+from .execute import CallRecord, execute, write_blobs
 from .models import Model, resolve
 from .processor import ProjectionProcessor
 from .shaping import Shaper, ShapingExporter
 
-log = logging.getLogger("callctx.runtime")
+log = logging.getLogger(__name__)
 
-LOG_ENV = "CALLCTX_LOG"
 COLLAPSE_TO = 0.6  # a collapse leaves the tree at this share of its budget
 
 
 def _now() -> datetime:
     return datetime.now().astimezone()
-
-
-@dataclass
-class Config:
-    """What ``Runtime.exec`` builds each context from (besides the call tree and the turn)."""
-
-    model: Model
-    agent: AgentInfo = field(default_factory=AgentInfo)
-    registry: Registry = field(default_factory=default_registry)
-    channel: str = "webui"
-    channel_limit: int | None = None
-    skills: tuple[Skill, ...] = ()
-    deferred_tools: tuple[DeferredTool, ...] = ()
-    memory: MemoryBackend | None = None
-    workspace: Path | None = None
-    workspace_policy: WorkspacePolicy = "warn"
-    cwd: Path | None = None
-    session: SessionBinding = field(default_factory=SessionBinding)
-    clock: Callable[[], datetime] = _now
-    max_tool_rounds: int = 8
-    capture_content: bool = False
-    tools: tuple[Callable[..., Any], ...] = ()  # offered on every call (an Agent adds its own)
-    tree_budget: int | None = None  # tokens; over it, the oldest finished calls collapse
 
 
 class Runtime:
@@ -209,8 +185,7 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        if active.runtime is self:
-            active.runtime = None
+        active.deactivate(self)
         if self.owns_provider:
             otel.shutdown_within(self.provider, self.exit_timeout)
         self.processor.shutdown()
@@ -248,6 +223,7 @@ def setup(
     tree_budget: int | None = None,
     fsync: FsyncPolicy = "never",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    disable_plugins: Sequence[str] = (),
 ) -> Runtime:
     """Start recording agentic calls; returns the active :class:`Runtime`.
 
@@ -261,52 +237,47 @@ def setup(
     in what it exports (the local log keeps everything); ``send_texts`` attaches the recorded
     texts of model calls to the chat spans so a remote ``callctx serve`` can rebuild them
     (default: whenever spans may be exported). ``session_id`` groups every root call of
-    this runtime into one tree (``gen_ai.conversation.id``).
+    this runtime into one tree (``gen_ai.conversation.id``). ``clock`` returns the current
+    time (the date block reads it; tests pin it). ``disable_plugins`` (and
+    ``$CALLCTX_DISABLE_PLUGINS``) names context-component plugins not to load, by entry-point
+    or distribution name. Every variable callctx reads is listed in :mod:`callctx.settings`.
     """
-    path = log_path if log_path is not None else os.environ.get(LOG_ENV) or None
+    env = settings.read()
+    path = log_path if log_path is not None else env.log_path
     event_log = EventLog(path, fsync=fsync) if path else None
     projection = Projection(output_limit=output_limit)
     processor = ProjectionProcessor(projection, event_log)
 
-    owns = False
-    if provider is None:
-        current = trace.get_tracer_provider()
-        if isinstance(current, TracerProvider) and not getattr(current, "_callctx_owned", False):
-            provider = current
-        else:
-            provider = TracerProvider(resource=Resource.create(), shutdown_on_exit=False)
-            provider._callctx_owned = True  # type: ignore[attr-defined]
-            owns = True
-            if not isinstance(current, TracerProvider):
-                trace.set_tracer_provider(provider)
+    provider, owns = _provider(provider)
     provider.add_span_processor(processor)
     exporting = not owns  # a provider we joined may export; ours does when an endpoint is set
     if owns:
-        exporter = otel.exporter_from_env(endpoint)
-        if exporter is not None:
-            if shape:
-                exporter = ShapingExporter(exporter, shape if isinstance(shape, Shaper) else None)
-            otel.add_batch_exporter(provider, exporter)
-            exporting = True
+        exporting = _add_exporter(provider, env, endpoint, shape)
 
     chosen = resolve(model)
-    config = Config(
-        model=chosen,
+    if registry is None:
+        registry = default_registry(disable=(*env.disable_plugins, *disable_plugins))
+    base = Ctx(
         agent=agent or AgentInfo(),
-        registry=registry if registry is not None else default_registry(),
         channel=channel,
         channel_limit=channel_limit,
-        tools=tuple(tools),
         skills=tuple(skills),
         deferred_tools=tuple(deferred_tools),
         memory=memory,
         workspace=Path(workspace).resolve() if workspace is not None else None,
         workspace_policy=workspace_policy,
         session=SessionBinding(session_id=session_id, model=chosen.params.model),
+        environment=detect(env.home),
         clock=clock or _now,
+    )
+    config = Config(
+        model=chosen,
+        base=base,
+        registry=registry,
+        tools=tuple(tools),
         max_tool_rounds=max_tool_rounds,
         tree_budget=tree_budget,
-        capture_content=capture_default() if capture_content is None else capture_content,
+        capture_content=env.capture_content if capture_content is None else capture_content,
     )
     rt = Runtime(
         provider, projection, processor, config, session_id=session_id, owns_provider=owns, exit_timeout=exit_timeout
@@ -314,8 +285,30 @@ def setup(
     rt.send_texts = exporting if send_texts is None else send_texts
     if owns:
         otel.close_at_exit(rt)
-    previous = active.runtime
-    if previous is not None and not previous._closed:
-        log.info("callctx: a new runtime replaces the active one")
-    active.runtime = rt
+    active.activate(rt)
     return rt
+
+
+def _provider(given: TracerProvider | None) -> tuple[TracerProvider, bool]:
+    """The provider to add the projection to, and whether callctx created it: the one given,
+    else the global SDK provider (unless it is one of ours), else a new one made global."""
+    if given is not None:
+        return given, False
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider) and not otel.owned(current):
+        return current, False
+    provider = otel.new_provider()
+    if not isinstance(current, TracerProvider):
+        trace.set_tracer_provider(provider)
+    return provider, True
+
+
+def _add_exporter(provider: TracerProvider, env: settings.Settings, endpoint: str | None, shape: Shaper | bool) -> bool:
+    """Add a shaped batch OTLP exporter when an endpoint is configured; returns whether one was."""
+    exporter = otel.exporter_from_settings(env, endpoint)
+    if exporter is None:
+        return False
+    if shape:
+        exporter = ShapingExporter(exporter, shape if isinstance(shape, Shaper) else None)
+    otel.add_batch_exporter(provider, exporter)
+    return True

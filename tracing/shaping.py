@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-log = logging.getLogger("callctx.shaping")
+log = logging.getLogger(__name__)
 
 REDACTED = "[REDACTED]"
 MAX_REQUEST = 4 * 1024 * 1024 - 64 * 1024  # keep headroom under 4 MiB for the envelope

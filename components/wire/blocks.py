@@ -36,7 +36,7 @@ def tree_blocks(context: Context) -> list[Block]:
     out: list[Block] = []
     for s in segs:
         parts = s.blocks or [s.text]
-        mark = s.anchor if s.anchor is not None else len(parts) - 1
+        mark = s.breakpoint_block if s.breakpoint_block is not None else len(parts) - 1
         out.extend(Block(p, s.breakpoint and i == mark) for i, p in enumerate(parts))
     return out
 

@@ -1,11 +1,5 @@
-"""Request parameters other than the content: model name and sampling knobs."""
+"""Request parameters other than the content (defined with the manifest that records them)."""
 
-from __future__ import annotations
+from callctx.projection.manifest import Params
 
-import msgspec
-
-
-class Params(msgspec.Struct, frozen=True, omit_defaults=True):
-    model: str = ""
-    max_tokens: int | None = None
-    temperature: float | None = None
+__all__ = ["Params"]

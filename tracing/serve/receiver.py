@@ -135,7 +135,8 @@ class Receiver:
         out = []
         for key in p.sessions():
             tree = p.trees[key]
-            out.append({"id": key, "top_calls": len(tree.top_calls), "functions": [n.function for n in tree.top_calls][:20]})
+            tops = tree.top_calls
+            out.append({"id": key, "top_calls": len(tops), "functions": [n.function for n in tops][:20]})
         return out
 
     def calls(self) -> tuple[list[ModelCall], dict[str, str]]:
