@@ -1,47 +1,1070 @@
-"""Prompt-injection patterns in files the agent did not write (AGENTS.md, USER.md, ...).
+"""Prompt-injection findings in files the agent did not write (AGENTS.md, USER.md, ...).
 
-Text is NFKC-normalised first, so full-width and compatibility look-alikes match too;
-invisible characters are looked for in the raw text, since normalisation keeps most of them.
-A hit is not proof of an attack: by default the file is kept and a warning naming the
-patterns is put in front of it; a setting blocks the file instead.
+``scan(text)`` returns the names of what was found, in the fixed order of ``NAMES`` ([] when
+clean); ``scan_findings(text)`` returns ``Finding`` records (name, excerpt, severity, via).
+A finding is not proof of an attack: by default the file is kept and a warning naming the
+findings is put in front of it; a setting blocks the file instead (components/workspace.py).
+
+How the text is read
+  * Invisible characters are looked for in the raw text: Unicode tag characters (U+E0000
+    block) and bidi embeddings/overrides/isolates are always reported, except the tag
+    sequences of emoji subdivision flags (black flag + tag letters + cancel tag); zero-width
+    and other invisible characters are reported unless they do a visible job: a ZWJ between
+    emoji (family, profession and flag sequences), a ZWJ/ZWNJ between letters of a script that
+    needs them (Arabic, Persian, Indic, ...), a ZWSP between letters of a script written without
+    spaces (Thai, Khmer, ...), a byte-order mark at the very start. Smuggled text (tag
+    characters, runs of variation selectors) is decoded and scanned like the rest.
+  * Then the text is NFKC-normalised (full-width and compatibility look-alikes become plain
+    letters), the invisible characters are dropped (so "ig<ZWSP>nore" reads "ignore"), and it
+    is matched case-insensitively against multilingual rules (English, Chinese, Spanish,
+    French, German, Russian, Japanese). Lines with letters spaced out, leetspeak or
+    Cyrillic/Greek look-alikes inside Latin words are also read de-obfuscated.
+  * Encoded runs of plausible length (base64, base32, hex, %-escapes, HTML entities, \\u
+    escapes, and lines that read as instructions once ROT13'd or reversed) are decoded and
+    scanned again; what they hide is reported with the name "encoded instruction" as well as
+    its own. Asking to decode something and follow it is itself an "encoded instruction".
+
+Quoted examples (the rule)
+  Markdown is parsed into live prose, code (fenced blocks and `code spans`), quotes
+  (blockquotes and text in quotation marks) and hidden parts (HTML comments, ``[//]: #``
+  comments, elements styled invisible).
+  * Structural markers (chat-template tokens such as <|im_start|> or [INST], role labels such as
+    "System:" or "### System", tool-call markup, HTML comments) mean nothing inside code: there
+    they are documentation of the syntax and are never reported. Outside code they count only
+    when used as structure: a template token at the start of a line, right before a role
+    name or right next to another token; a role label at the start of a line followed by
+    instructions to the model; a comment that speaks to the model, asks for secrecy or holds
+    an instruction.
+  * Instructions (override attempts, persona switches, exfiltration, destructive tool calls,
+    decoded payloads) count wherever they are. When one sits inside code or a quote AND the
+    live prose of the document is about security (it talks of prompt injection, jailbreaks,
+    attacks, ... in one of the languages above), it is a quoted example: it is reported with
+    severity "quoted" by ``scan_findings`` and left out of ``scan``. The same sentence in live
+    prose, in a hidden part, or in a document that is not about security is reported in full.
+  * Invisible characters and hidden parts are never quoted examples: a reader cannot see them.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
+import html
 import re
 import unicodedata
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
 
-# name -> pattern (case-insensitive, on NFKC text)
-PATTERNS: dict[str, re.Pattern[str]] = {
-    name: re.compile(rx, re.IGNORECASE | re.DOTALL)
-    for name, rx in {
-        "ignore previous instructions": r"\b(?:ignore|disregard|skip)\s+(?:all\s+|any\s+|the\s+)?"
-        r"(?:previous|prior|above|earlier|preceding)\s+(?:instructions|rules|directions|prompts?)",
-        "you are now": r"\byou\s+are\s+now\b",
-        "new instructions": r"\bnew\s+instructions\s*:",
-        "system prompt": r"\bsystem\s+prompt\s*:",
-        "override": r"\boverrid(?:e|es|ing)\b[^.\n]{0,40}"
-        r"\b(?:instructions?|rules|guidelines|safety|system|prompt|restrictions)\b",
-        "forget everything": r"\bforget\s+(?:everything|all\s+(?:previous|prior|your)\b)",
-        "[INST]": r"\[/?INST\]",
-        "<<SYS>>": r"<</?SYS>>",
-        "</s>": r"</s>",
-        "<|im_start|>": r"<\|im_(?:start|end)\|>",
-        "hidden HTML comment": r"<!--.*?-->",
-    }.items()
+import msgspec
+
+Severity = Literal["high", "quoted"]
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One thing found: its name (one of ``NAMES``), a short excerpt, how serious, where from."""
+
+    name: str
+    excerpt: str
+    severity: Severity = "high"  # "quoted": an example quoted in a document about security
+    via: str = "text"  # "text", or how it was hidden: "base64", "tag characters", "HTML comment", ...
+
+
+# Every finding name, in the order ``scan`` reports them.
+NAMES: tuple[str, ...] = (
+    "invisible Unicode",
+    "Unicode tag characters",
+    "bidi control",
+    "ignore previous instructions",
+    "forget everything",
+    "you are now",
+    "new instructions",
+    "override",
+    "system prompt",
+    "fake role turn",
+    "<|im_start|>",
+    "[INST]",
+    "<<SYS>>",
+    "</s>",
+    "chat template token",
+    "hidden HTML comment",
+    "hidden HTML element",
+    "conceal from user",
+    "tool-call bait",
+    "exfiltration",
+    "encoded instruction",
+)
+_ORDER = {n: i for i, n in enumerate(NAMES)}
+
+# Regions of the normalised text.
+_LIVE, _CODE, _QUOTE, _HIDDEN = 0, 1, 2, 3
+_MAX_DEPTH = 2  # decoded text is scanned again, and what it decodes to, no further
+
+
+def _rx(*parts: str) -> re.Pattern[str]:
+    """One pattern from alternatives; matched against lower-cased text, so no IGNORECASE."""
+    return re.compile("|".join(f"(?:{p})" for p in parts))
+
+
+# ------------------------------------------------------------------------------------------
+# Phrase rules: name -> pattern over lower-cased, NFKC-normalised text without invisibles.
+
+_EN_QUAL = (
+    r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|developer'?s?|safety|"
+    r"security|openai'?s?|anthropic'?s?)"
+)
+_EN_NOUN = (
+    r"(?:instructions?|rules|directions|directives|prompts?|guidelines|guidance|commands|orders|constraints|"
+    r"restrictions|guardrails|policies|programming|system\s+prompt|messages|context)"
+)
+_IGNORE = _rx(
+    # English: verb + (all/the/...) + your/previous/... + noun
+    r"\b(?:ignore|disregard|forget|skip|bypass|discard|drop|abandon|neglect|set\s+aside|throw\s+out|"
+    r"stop\s+(?:following|obeying)|do\s+not\s+follow|don't\s+follow|no\s+longer\s+follow)\s+"
+    r"(?:(?:all|any|of|the|these|those|everything)\s+)*"
+    rf"(?:(?:your|my)\s+(?:{_EN_QUAL}\s+)?|{_EN_QUAL}\s+)(?:[\w-]+\s+)?{_EN_NOUN}\b",
+    r"\b(?:ignore|disregard)\s+(?:(?:all|everything|anything)\s+)?(?:(?:written|said|stated)\s+)?"
+    r"(?:the\s+)?above\b",
+    # English: the previous instructions are void / were a test / are superseded
+    rf"\b(?:your|the|any|all)\s+(?:{_EN_QUAL}\s+)*(?:instructions|rules|guidelines|guidance|system\s+prompt|"
+    r"directives|programming)\s+(?:you\s+(?:received|got|were\s+given|have)\s+(?:[\w-]+\s+){0,4}?)?"
+    r"(?:(?:above\s+)?(?:[\w-]+\s+){0,8}?)(?:are|is|were|was)\s+(?:now\s+|all\s+|hereby\s+)?"
+    r"(?:outdated|void|invalid|revoked|superseded|cancell?ed|obsolete|wrong|fake|a\s+test|"
+    r"no\s+longer\s+(?:valid|apply|applies|applicable|in\s+effect|relevant))",
+    # Chinese
+    r"(?:忽略|无视|忽视|不要理会|不用理会|别管|忘记|忘掉|抛开|放弃|跳过|不再遵守|不要遵守|停止遵守|绕过)(?:掉)?"
+    r"[^。\n]{0,10}?(?:之前|以前|先前|上面|上述|此前|前面|原来|原有|原始|所有|全部|一切|系统|开发者)"
+    r"[^。\n]{0,10}?(?:指令|指示|规则|提示词?|设定|要求|限制|约束|命令)",
+    r"(?:以上|上面|之前)的?(?:内容|指令|指示|规则)?(?:全部|都|均|一律)?(?:作废|无效|失效)",
+    # Spanish
+    r"\b(?:ignora|ignore|ignoren|ignorar|olvida|olvide|olviden|olvidar|descarta|descarte|omite|omita|"
+    r"haz\s+caso\s+omiso|hagas\s+caso|no\s+sigas|deja\s+de\s+seguir|pasa\s+por\s+alto|anula)\s+"
+    r"(?:(?:de|a|todas|todos|las|los)\s+)*(?:(?:tus|sus|mis)\s+(?:instrucciones|reglas|indicaciones|órdenes|"
+    r"directrices|normas|restricciones|pautas)|(?:instrucciones|reglas|indicaciones|órdenes|directrices|normas|"
+    r"restricciones|pautas)\s+(?:anteriores|previas|previos|de\s+arriba|originales|iniciales|del\s+sistema|"
+    r"de\s+seguridad))",
+    # French
+    r"\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier|ne\s+tiens\s+pas\s+compte|ne\s+tenez\s+pas\s+compte|"
+    r"fais\s+abstraction|faites\s+abstraction|néglige|arrête\s+de\s+suivre|ne\s+suis\s+plus)\s+"
+    r"(?:(?:de|des|d'|toutes|tous|les)\s*)*(?:(?:tes|vos|mes)\s+(?:instructions|consignes|règles|directives|"
+    r"indications|ordres|restrictions)|(?:instructions|consignes|règles|directives|indications|ordres|"
+    r"restrictions)\s+(?:précédentes|antérieures|ci-dessus|d'avant|initiales|d'origine|originales|"
+    r"du\s+système|système|de\s+sécurité))",
+    r"\b(?:tes|vos)\s+(?:consignes|instructions|règles)\s+(?:initiales|précédentes|d'origine\s+)?\s*"
+    r"ne\s+s'appliquent\s+plus",
+    # German
+    r"\b(?:ignoriere|ignorier|ignoriert|missachte|vergiss|vergesst|verwirf|übergehe|befolge\s+nicht\s+mehr)\s+"
+    r"(?:ich\s+)?(?:alle\s+)?(?:(?:deine|ihre|meine|seine)\s+(?:\w+\s+)?|(?:die\s+)?(?:vorherigen|vorigen|"
+    r"bisherigen|früheren|obigen|vorangegangenen|ursprünglichen|alten)\s+)(?:system)?(?:anweisungen|"
+    r"instruktionen|regeln|befehle|vorgaben|richtlinien|prompts?)",
+    r"\b(?:vorherigen|vorigen|bisherigen|früheren|obigen|ursprünglichen)\s+(?:system)?(?:anweisungen|"
+    r"instruktionen|regeln|vorgaben|richtlinien)\s+(?:zu\s+)?(?:ignorieren|vergessen|missachten|übergehen)",
+    # Russian
+    r"(?:игнорируй|игнорируйте|проигнорируй|проигнорируйте|проигнорирую|игнорирую|игнорировать|забудь|забудьте|"
+    r"не\s+обращай\s+внимания\s+на|не\s+обращайте\s+внимания\s+на|отбрось|пренебреги|не\s+следуй|"
+    r"перестань\s+следовать|не\s+выполняй)\s+(?:вс[еёя]\s+)?(?:(?:свои|твои|ваши|мои)\s+(?:\w+\s+)?|"
+    r"(?:предыдущ\w+|прежн\w+|ранее\s+\w+|вышеуказанн\w+|вышеизложенн\w+|исходн\w+|изначальн\w+|"
+    r"системн\w+|первоначальн\w+)\s+)(?:инструкци\w*|указани\w*|правил\w*|команд\w*|установк\w*|"
+    r"ограничени\w*|промпт\w*)",
+    # Japanese
+    r"(?:以前|前|上記|これまで|今まで|先|過去|元|最初|システム|開発者)(?:の|に与えられた|に受けた)?"
+    r"(?:すべての|全ての|全部の)?(?:指示|命令|ルール|指令|プロンプト|設定|制約|規則|ガイドライン)"
+    r"(?:を|は)?(?:すべて|全て|全部)?(?:無視|忘れ|破棄|捨て)",
+)
+
+_FORGET = _rx(
+    r"\bforget\s+(?:about\s+)?(?:everything|all)\s*,?\s+(?:(?:that\s+)?you\s+(?:were|have\s+been|'ve\s+been|got)\s+"
+    r"(?:told|given|taught)|(?:that\s+)?(?:came|was\s+said|was\s+written)\s+before|above|before\s+this|prior|"
+    r"previous|so\s+far|until\s+now)",
+    r"\bforget\s+everything\b(?=\s*[.!]|\s*$)",
+    r"忘(?:记|掉|了)(?:你)?(?:之前|以前|此前|上面|前面)?(?:收到|听到|被告知)?的?(?:一切|所有|全部)",
+    r"\bolvida(?:te\s+de)?\s+todo\s+(?:lo\s+anterior|lo\s+que\s+te\s+(?:dijeron|han\s+dicho|dije|indicaron)|"
+    r"lo\s+de\s+arriba)",
+    r"\boubli(?:e|ez)\s+tout\s+(?:ce\s+qu['e]\s*(?:on\s+)?(?:t'|vous\s+)(?:a\s+)?(?:dit|appris|indiqué|demandé)|"
+    r"ce\s+qui\s+précède)",
+    r"\bvergiss\s+alles,?\s+(?:was\s+(?:dir|ihnen|euch)\s+(?:bisher\s+|zuvor\s+|vorher\s+)?(?:gesagt|mitgeteilt|"
+    r"aufgetragen)|bisherige|vorherige|obige|davor|zuvor)",
+    r"забудь(?:те)?\s+(?:вс[её]|обо\s+вс[её]м)[,\s]+(?:что\s+(?:тебе|вам)\s+(?:говорили|сказали|было\s+сказано)|"
+    r"предыдущ|сказанное|выше|ранее|до\s+этого)",
+    r"(?:これまで|今まで|以前|前|上記)(?:に|の)?[^。\n]{0,12}?(?:こと|内容|指示)(?:は|を)(?:すべて|全て|全部)?忘れ",
+)
+
+_PERSONA_EN = (
+    r"(?:ai|assistant|model|bot|chatbot|agent|persona|character|administrator|admin|root|superuser|hacker|"
+    r"dan|jailbroken|unrestricted|unfiltered|uncensored|evil|free\b|in\s+[\w-]+\s+mode|operating\s+without|"
+    r"no\s+longer|able\s+to\s+(?:ignore|bypass))"
+)
+_YOU_ARE_NOW = _rx(
+    rf"\byou\s+are\s+now\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,3}}?{_PERSONA_EN}",
+    r"\byou\s+are\s+no\s+longer\s+(?:an?\s+)?(?:ai|assistant|bound|restricted|required|limited|claude|chatgpt|"
+    r"gpt|gemini|llama|subject|governed)",
+    r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+(?:be|act|respond\s+as)|must\s+act)\s+(?:as\s+)?(?:an?\s+)?"
+    r"(?:[\w-]+\s+){0,3}?(?:ai|assistant|model|dan|persona|character|unrestricted|unfiltered|uncensored)",
+    r"\b(?:pretend|imagine)\s+(?:that\s+)?(?:you\s+are|to\s+be|you're)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?"
+    r"(?:ai|assistant|model|dan|persona|unrestricted|unfiltered|uncensored|evil)\b",
+    r"\bact\s+as\s+(?:an?\s+)?(?:dan|unrestricted|unfiltered|uncensored|jailbroken|evil)\b",
+    r"\b(?:an?\s+)?(?:ai|assistant|model|chatbot|llm|persona)\s+(?:with\s+no|without\s+(?:any\s+)?)"
+    r"(?:content\s+)?(?:restrictions|rules|limits|limitations|filters|guidelines|censorship)",
+    r"\b(?:do\s+anything\s+now|dan\s+mode|jailbreak\s+mode|god\s+mode)\b",
+    r"\b(?:enable|enabled|activate|activated|enter|entering|switch\s+to)\s+developer\s+mode\b[^.\n]{0,80}?"
+    r"\b(?:polic|filter|restrict|rules|answer|respond|without|ignore|you\b)",
+    r"\bdeveloper\s+mode\s+(?:is\s+)?(?:enabled|activated|on)\b[^\n]{0,100}?\b(?:polic|filter|restrict|rules|"
+    r"ignore|you\b)",
+    # Chinese
+    r"(?:你现在是|现在你是|从现在(?:开始|起)[,\s]*你(?:是|就是|将是|要扮演)|你现在的身份是|你的新身份是|你不再是|"
+    r"扮演)[^。\n]{0,30}?(?:ai|助手|模型|管理员|机器人|角色|身份|没有|不受|无限制|越狱|dan)",
+    r"(?:没有任何限制|不受(?:任何)?(?:约束|限制))的\s*(?:ai|助手|模型)",
+    r"(?:进入|开启|切换到|处于)开发者模式[^。\n]{0,40}(?:限制|过滤|规则|安全)",
+    # Spanish
+    r"\b(?:ahora\s+eres|a\s+partir\s+de\s+ahora\s+eres|desde\s+ahora\s+eres|ya\s+no\s+eres|"
+    r"finge\s+(?:que\s+eres|ser)|act[uú]a\s+como)[^.\n]{0,40}?(?:\bia\b|asistente|modelo|administrador|root|"
+    r"sin\s+(?:restricciones|censura|filtros|l[ií]mites)|\bdan\b)",
+    r"\bmodo\s+desarrollador[^.\n]{0,60}(?:filtro|restricci|regla|seguridad)",
+    # French
+    r"\b(?:tu\s+es\s+(?:maintenant|désormais|dorénavant)|vous\s+êtes\s+(?:maintenant|désormais|dorénavant)|"
+    r"désormais,?\s+(?:tu\s+es|vous\s+êtes)|tu\s+n'es\s+plus|fais\s+semblant\s+d'être|agis\s+comme)"
+    r"[^.\n]{0,40}?(?:\bia\b|assistant|modèle|administrateur|root|sans\s+(?:aucune\s+)?(?:restriction|filtre|"
+    r"limite|censure)|\bdan\b)",
+    r"\bmode\s+développeur[^.\n]{0,60}(?:filtre|restriction|limite|règle|sécurité)",
+    # German
+    r"\b(?:du\s+bist\s+(?:jetzt|nun|ab\s+sofort|ab\s+jetzt)|ab\s+(?:sofort|jetzt)\s+bist\s+du|"
+    r"du\s+bist\s+nicht\s+mehr|tu\s+so,?\s+als\s+wärst\s+du|agiere\s+als)[^.\n]{0,40}?(?:\bki\b|assistent|"
+    r"modell|administrator|admin|root|ohne\s+(?:jede\s+)?(?:einschränkung|filter|grenzen|zensur)|\bdan\b)",
+    r"\bentwicklermodus[^.\n]{0,60}(?:filter|einschränk|regel|sicherheit)",
+    # Russian
+    r"(?:теперь\s+ты|ты\s+теперь|отныне\s+ты|с\s+этого\s+момента\s+ты|ты\s+больше\s+не|притворись|"
+    r"представь,?\s+что\s+ты|веди\s+себя\s+как)[^.\n]{0,40}?(?:\bии\b|ассистент|помощник|модел|администратор|"
+    r"root|без\s+(?:каких-либо\s+)?(?:ограничений|фильтров|цензуры)|связан|\bdan\b)",
+    r"режим\w*\s+разработчика[^.\n]{0,60}(?:фильтр|ограничен|правил|безопасност)",
+    # Japanese
+    r"あなたは(?:もう|今から|これから)?[^。\n]{0,30}?(?:制限のない|制約のない|無制限の|フィルターのない|"
+    r"(?:規則|ルール|制限)に縛られ(?:ていません|ない))",
+    r"開発者モード[^。\n]{0,40}(?:フィルター|制限|安全|ルール)",
+)
+# "You are now DAN," / "You are now "Root"": a name given to the model (case-sensitive, on the
+# normalised text).
+_YOU_ARE_NOW_NAME = re.compile(
+    r"\b[Yy]ou\s+are\s+now\s+(?:[\"“'][^\"”'\n]{1,30}[\"”']|[A-Z]{2,}\b|[A-Z][a-z]+(?=[,.!:;]))"
+)
+
+_NEW_INSTRUCTIONS = _rx(
+    r"\b(?:new|updated|revised|real|actual|true)\s+(?:instructions|rules|system\s+prompt|directives?|orders)"
+    r"(?:\s+(?:from|by)\s+[\w\s'-]{1,40}?)?\s*:",
+    r"\b(?:your|the)\s+(?:new|real|true|actual|updated)\s+(?:instructions|task|rules|role|objective|goal|"
+    r"mission|purpose)\s*(?:is|are|:)",
+    r"\bupdated\s+(?:directive|policy|instructions?)\s+from\s+(?:the\s+)?(?:operator|developer|admin|system)",
+    r"新的?(?:指令|指示|任务|规则)\s*:",
+    r"\bnuevas\s+(?:instrucciones|órdenes|reglas)\s*:|\btu\s+nueva\s+(?:tarea|función|misión)\s*:",
+    r"\bnouvelles\s+(?:instructions|consignes|règles)\s*:|\bta\s+nouvelle\s+(?:tâche|mission)\s*:",
+    r"\bneue\s+(?:anweisungen|instruktionen|regeln|befehle)\s*:|\bdeine\s+neue\s+(?:aufgabe|rolle)\s*:",
+    r"нов(?:ые|ая)\s+(?:инструкци\w*|указани\w*|правила|задача)\s*:",
+    r"新しい(?:指示|命令|ルール|タスク)\s*:",
+)
+
+_OVERRIDE = _rx(
+    r"\b(?:overrid(?:e|es|ing)|bypass(?:es|ing)?|circumvent(?:s|ing)?|disable|turn\s+off|deactivate|"
+    r"get\s+around|lift)\s+(?:all\s+|any\s+|the\s+)?(?:(?:your|its)\s+(?:[\w-]+\s+)?|(?:safety|security|content|"
+    r"ethical|moderation)\s+)(?:guidelines|filters?|restrictions|guardrails|safeguards|policies|policy|"
+    r"protocols|rules|limitations|constraints|system\s+prompt|programming|instructions|training)",
+    r"\b(?:overrid(?:e|es|ing)|bypass(?:es|ing)?|circumvent|disable)\s+(?:all\s+|any\s+|the\s+)?"
+    r"(?:previous|prior|system|developer'?s?)\s+(?:instructions|prompt|rules|guidelines)",
+    r"\b(?:bypass|circumvent|remove|lift)\s+all\s+(?:restrictions|filters|guardrails|limits)",
+    r"(?:绕过|解除|取消|关闭|突破|无视)(?:所有|一切|全部)?的?(?:安全)?(?:限制|过滤|审查|约束|防护)",
+    r"\b(?:desactiva|elimina|evita|elude|salta(?:te)?)\s+(?:tus|los|las|todos\s+los|todas\s+las)\s*"
+    r"(?:filtros|restricciones|directrices|normas|reglas|políticas)(?:\s+de\s+(?:seguridad|contenido))?",
+    r"\b(?:contourne|contournez|contourner|désactive|désactivez|supprime)\s+(?:les|tes|vos|toutes\s+les)\s+"
+    r"(?:restrictions|filtres|règles|garde-fous)(?:\s+de\s+sécurité)?",
+    r"\b(?:umgehe|umgehen|deaktiviere|deaktivieren|hebe)\s+(?:die|deine|alle)\s+(?:sicherheits\w*|"
+    r"einschränkungen|filter|richtlinien|schutzmaßnahmen)",
+    r"\b(?:sicherheits\w+|einschränkungen|filter)\s+(?:zu\s+)?(?:umgehen|deaktivieren|aufheben|außer\s+kraft)",
+    r"(?:обойди|обойти|отключи|отключить|сними|снять)\s+(?:все\s+)?(?:ограничени\w*|фильтр\w*|защит\w*)",
+    r"(?:安全|セキュリティ)?(?:上の)?(?:制限|フィルター|ルール|制約|ガードレール)を(?:回避|解除|無効|迂回)",
+)
+
+_SYSTEM_PROMPT = _rx(
+    r"\b(?:reveal|print|show|output|repeat|display|leak|disclose|dump|tell\s+me|give\s+me|write\s+out|"
+    r"return|share|expose)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|complete\s+|initial\s+|original\s+|"
+    r"hidden\s+|secret\s+|exact\s+|whole\s+)*(?:system\s+prompt|system\s+instructions|system\s+message|"
+    r"hidden\s+instructions|initial\s+instructions|developer\s+message|instructions\s+above|"
+    r"(?:original\s+)?prompt\s+verbatim)",
+    r"(?:输出|显示|打印|泄露|透露|告诉我|给出|展示)[^。\n]{0,10}?(?:系统提示|系统指令|初始指令|隐藏指令|系统设定)",
+    r"\b(?:revela|revelar|muestra|mostrar|imprime|imprimir|repite)\s+(?:tu|el|tus|las)\s+(?:prompt\s+del\s+sistema|"
+    r"instrucciones\s+(?:ocultas|del\s+sistema|iniciales))",
+    r"\b(?:révèle|révéler|révélez|affiche|afficher|affichez|montre|montrez|répète)\s+(?:ton|le|votre|tes|vos)\s+"
+    r"(?:prompt\s+système|instructions\s+(?:système|cachées|initiales)|consignes\s+(?:cachées|initiales))",
+    r"\b(?:gib|zeige|zeig|wiederhole|verrate)\s+(?:mir\s+)?(?:deinen|den|deine|die)\s+(?:system-?prompt|"
+    r"systemanweisungen|versteckten\s+anweisungen)|\b(?:system-?prompt|systemanweisungen)\s+(?:vollständig\s+)?"
+    r"(?:aus(?:geben|zugeben)?|preis)",
+    r"(?:раскрой|раскрыть|выведи|вывести|покажи|показать|повтори)\s+(?:\w+\s+)?(?:свой\s+|твой\s+)?"
+    r"(?:системн\w+\s+(?:промпт|инструкци\w*|подсказк\w*)|скрыт\w+\s+инструкци\w*)",
+    r"(?:システムプロンプト|隠された指示|初期指示)を(?:全文)?(?:表示|出力|教え|見せ|開示)",
+)
+
+_CONCEAL = _rx(
+    r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|notify|alert|warn|let)\s+(?:the\s+)?(?:user|human|"
+    r"developer|operator|maintainers?)\b",
+    r"\bwithout\s+(?:telling|informing|notifying|alerting|warning)\s+(?:the\s+)?(?:user|human)\b",
+    r"\b(?:do\s+not|don't|never)\s+mention\s+(?:this|it|these\s+instructions|this\s+(?:note|comment|file))\b",
+    r"\bkeep\s+this\s+(?:secret|hidden|confidential)\s+from\b",
+    r"不要(?:告诉|通知|让)(?:用户|使用者)|别告诉用户|瞒着用户|不要向用户(?:透露|提及)",
+    r"\bno\s+(?:se\s+lo\s+)?(?:digas|diga|menciones|informes|avises)\s+(?:nada\s+)?(?:al\s+usuario|esto)|"
+    r"\bsin\s+(?:avisar|decir(?:le)?|informar)\s+al\s+usuario|\bno\s+lo\s+menciones",
+    r"\bne\s+(?:le\s+)?(?:dis|dites)\s+(?:rien|pas)\b[^.\n]{0,20}l'utilisateur|\bsans\s+(?:le\s+dire|prévenir|"
+    r"informer|avertir)\s+(?:à\s+)?l'utilisateur|\bn'en\s+parle\s+pas",
+    r"\bsag(?:e)?\s+dem\s+(?:nutzer|benutzer|anwender)\s+nichts|\bohne\s+den\s+(?:nutzer|benutzer|anwender)\s+zu\s+"
+    r"(?:informieren|benachrichtigen)|\berwähne\s+(?:es|das|dies)\s+nicht",
+    r"не\s+(?:говори|сообщай|рассказывай)\s+(?:об\s+этом\s+)?пользовател\w*|ничего\s+не\s+говори\s+пользовател\w*|"
+    r"без\s+ведома\s+пользовател\w*",
+    r"ユーザー(?:に|には)(?:言わ|知らせ|伝え|教え)(?:ないで|ずに)",
+)
+
+# Weak signs that a passage gives orders to the model: enough after a role label, not alone.
+_DIRECTIVE_WEAK = _rx(
+    r"\byou\s+(?:must|shall|will\s+now|are\s+now|have\s+been|no\s+longer|should\s+now|need\s+to|are\s+"
+    r"(?:permitted|allowed|authori[sz]ed|required|free))\b",
+    r"\b(?:do\s+not|don't|never)\s+(?:ask|refuse|tell|mention|reveal|inform|warn|question)\b",
+    r"\b(?:reveal|disclose|leak|print|output|dump|show)\b[^.\n]{0,40}\b(?:secrets?|keys?|passwords?|credentials?|"
+    r"tokens?|prompt|instructions|everything)\b",
+    r"\b(?:comply|obey)\b",
+    r"\b(?:disabled|revoked|lifted|suspended|permitted\s+to|allowed\s+to|authori[sz]ed\s+to)\b",
+    r"\bwithout\s+(?:any\s+)?(?:restrictions|limits|filter\w*|refus\w*|confirmation)\b",
+    r"\bno\s+(?:restrictions|rules|limits|filters)\b",
+    r"必须|务必|不得|不要(?:告诉|询问|拒绝)|泄露|无需确认|服从",
+    r"\b(?:debes|deberás|tienes\s+que|debe)\b|\bno\s+(?:pidas|preguntes|digas|rechaces)\b|\brevela|\bobedece|"
+    r"\bsin\s+(?:restricciones|confirmación)",
+    r"\b(?:tu\s+dois|vous\s+devez|doit\s+désormais)\b|\bne\s+(?:demande|dis|refuse)\b|\brévèle|\bobéis|"
+    r"\bsans\s+(?:restriction|confirmation)",
+    r"\b(?:du\s+musst|muss\s+ab\s+jetzt|frage\s+nie|sag\s+nichts|gehorche)\b|\bohne\s+(?:einschränkung|bestätigung)",
+    r"(?:должен|обязан)|никогда\s+не\s+спрашивай|не\s+говори|раскрой|выведи|подчиняйся|без\s+(?:ограничений|"
+    r"подтверждения)",
+    r"しなければなりません|してはいけません|従って|確認を求め|表示しなさい",
+)
+
+# Hidden parts (comments, invisible elements) are suspect when they speak to the model...
+_AI_ADDRESS = _rx(
+    r"\b(?:ai|llm|language\s+model|model|assistant|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)s?\b"
+    r"\s*(?:reading\s+this|:|,)",
+    r"\b(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+)?(?:ai|llm|language\s+model|model|"
+    r"assistant|agent|bot|copilot|claude|chatgpt)\b",
+    r"\bdear\s+(?:ai|llm|assistant|model|agent|claude|chatgpt|gpt)\b",
+    r"给\s*(?:ai|助手|模型|ai\s*助手)|ai\s*助手[:,]",
+    r"\b(?:para\s+la\s+ia|nota\s+para\s+la\s+ia)\b|\basistente\s*:",
+    r"\bpour\s+l'(?:ia|assistant)\b|\bassistant\s+ia\b",
+    r"\ban\s+(?:die\s+ki|den\s+(?:ki-)?assistenten)\b|\bki-assistent",
+    r"\bдля\s+(?:ии|ассистента|нейросети|ии-ассистента)\b|\bии-ассистент",
+    r"(?:ai|アシスタント|モデル)(?:へ|への)",
+)
+# ... or ask for secrecy.
+_COVERT = _rx(
+    r"\b(?:secretly|silently|quietly|covertly|stealthily)\b|\bwithout\s+(?:telling|informing|notifying)\b|"
+    r"\b(?:do\s+not|don't|never)\s+(?:tell|mention|reveal|disclose)\b|\bhidden\s+instruction",
+    r"悄悄|偷偷|秘密地|暗中|不要告诉",
+    r"\ben\s+secreto\b|\bsin\s+avisar\b|\bno\s+lo\s+menciones\b|\ba\s+escondidas\b",
+    r"\ben\s+silence\b|\bsecrètement\b|\bsans\s+le\s+dire\b|\bne\s+dis\s+rien\b|\bdiscrètement\b",
+    r"\bheimlich\b|\bunbemerkt\b|\berwähne\s+es\s+nicht\b|\bohne\s+es\s+zu\s+sagen\b",
+    r"тайно|незаметно|втихую|не\s+говори|ничего\s+не\s+говори",
+    r"こっそり|密かに|内緒で|知らせずに|言わないで",
+)
+
+# Words that make a document *about* security: quotes in such a document are examples.
+_SECURITY_STRONG = _rx(
+    r"\bprompt[\s-]+injections?\b|\binjection\s+de\s+prompts?\b|\binyecci[oó]n\s+de\s+prompts?\b|"
+    r"\bprompt-injektion\b|инъекци\w*\s+промпт\w*|提示(?:词)?注入|プロンプトインジェクション",
+    r"\bjailbreak\w*|\bred[\s-]team\w*|\bexfiltrat\w*|越狱|脱獄|\bthreat\s+model\w*",
+)
+_SECURITY_WEAK = _rx(
+    r"\binjections?\b|\battack(?:s|er|ers|ing)?\b|\bmalicious\b|\badversarial\b|\bexploit\w*|\bpayloads?\b|"
+    r"\bphishing\b|\bsecurity\b|\bvulnerab\w+|\btrojan\b|\buntrusted\b",
+    r"注入|攻击|恶意|载荷|漏洞|安全",
+    r"\binyecci[oó]n\b|\bataques?\b|\batacantes?\b|\bmalicios\w+|\bseguridad\b|\bvulnerabilidad\w*",
+    r"\battaques?\b|\battaquants?\b|\bmalveillant\w*|\bsécurité\b|\bvulnérabilit\w*",
+    r"\binjektion\b|\bangriff\w*|\bangreifer\w*|\bbösartig\w*|\bsicherheit\w*|\bschadcode\b",
+    r"инъекци\w*|атак\w*|злоумышленник\w*|вредоносн\w*|безопасност\w*|уязвим\w*",
+    r"インジェクション|攻撃|悪意|セキュリティ|脆弱性",
+)
+
+# ------------------------------------------------------------------------------------------
+# Structural markers
+
+# Chat-template tokens -> finding name.
+_TOKEN_NAMES = {
+    "<|im_start|>": "<|im_start|>",
+    "<|im_end|>": "<|im_start|>",
+    "[inst]": "[INST]",
+    "[/inst]": "[INST]",
+    "<<sys>>": "<<SYS>>",
+    "<</sys>>": "<<SYS>>",
+    "</s>": "</s>",
+    "<s>": "</s>",
 }
+_TOKEN = re.compile(
+    r"<\|im_(?:start|end|sep)\|>|\[/?inst\]|<</?sys>>|</?s>|"
+    r"<\|(?:begin_of_text|end_of_text|start_header_id|end_header_id|eot_id|eom_id|python_tag|endoftext|"
+    r"system|user|assistant|end|start|channel|message|return|call|constrain|tool_call|"
+    r"(?:begin|end)[▁_ ]of[▁_ ]sentence)\|>|<(?:start|end)_of_turn>|"
+    r"\[/?(?:system_prompt|available_tools|tool_calls|tool_results)\]"
+)
+_ROLE_AFTER_TOKEN = re.compile(r"[ \t]*\n?[ \t]*(?:system|user|assistant|developer|model|tool|ipython|human)\b")
 
-# Zero-width characters, bidirectional controls, invisible operators, BOM and tag characters.
-INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+# Role labels at the start of a line: "System:", "**Assistant:**", "[SYSTEM]:", "### System",
+# "<system>", "[system](#...)".
+_ROLE_WORDS = (
+    r"system(?:\s+(?:message|prompt|override|notice|instructions?))?|assistant|ai|developer|model|operator|"
+    r"administrator|admin|human|user|系统(?:消息|提示词?)?|助手|用户|sistema|asistente|usuario|système|systeme|"
+    r"utilisateur|assistent|benutzer|nutzer|система|ассистент|пользователь|システム(?:プロンプト)?|アシスタント|"
+    r"ユーザー|system-?prompt|prompt\s+del\s+sistema|prompt\s+système|системный\s+промпт"
+)
+_ROLE_LABEL = re.compile(
+    rf"^[ \t]{{0,3}}(?:(?P<h>#{{1,6}})[ \t]*(?P<hr>{_ROLE_WORDS})[ \t]*:?[ \t]*$"
+    rf"|<(?P<tr>{_ROLE_WORDS})>[ \t]*$"
+    rf"|\[(?P<br>{_ROLE_WORDS})\](?:\(#[^)\n]*\))?[ \t]*(?::[ \t]*)?(?=\S|$)"
+    rf"|(?:\*\*|__)?(?P<cr>{_ROLE_WORDS})[ \t]*(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)?)(?=[ \t]*\S))",
+    re.MULTILINE,
+)
+_TURN_END = re.compile(rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*|\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:?[ \t]*(?:\n|\S))")
+_PRIVILEGED_ROLE = re.compile(
+    r"system|assistant|ai$|developer|model|operator|admin|系统|助手|sistema|asistente|système|systeme|assistent|"
+    r"система|ассистент|システム|アシスタント"
+)
+_SYSTEM_PROMPT_ROLE = re.compile(r"prompt|промпт|系统提示|システムプロンプト")
+
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_MD_COMMENT = re.compile(r"^\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
+_HIDDEN_ELEMENT = re.compile(
+    r"<(\w+)\b[^>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt)?\s*[;\"']|"
+    r"opacity\s*:\s*0(?:\.0+)?\s*[;\"']|\shidden(?:\s|>|=))[^>]*>(.*?)</\1\s*>",
+    re.DOTALL,
+)
+
+_TOOL_MARKUP = re.compile(
+    r"<tool_call>|<function_calls?>|<invoke\s+name=|<\|tool_call\|>|\[tool_calls\]|<\|python_tag\|>|"
+    r"\"tool_calls\"\s*:|\{\s*\"(?:name|tool|tool_name|function|recipient_name)\"\s*:\s*\"[^\"\n]{1,80}\"\s*,\s*"
+    r"\"(?:arguments|parameters|args|input|tool_input|params)\"\s*:"
+)
+_DESTRUCTIVE_COMMANDS = (
+    r"\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\s+(?:--no-preserve-root\s+)?(?:/\*?|~/?\*?|\$home/?|\*|"
+    r"\.{1,2}/?)(?=[\s`'\";|&)]|$)",
+    r"\bgit\s+push\s+(?:[^\n`]*\s)?(?:--force|-f)\b[^\n`]*\b(?:main|master)\b|\bgit\s+push\s+[^\n`]*\s\+(?:main|master)\b",
+    r"\bmkfs(?:\.\w+)?\s+/dev/|\bdd\s+if=[^\n]*\bof=/dev/(?:sd|nvme|hd|disk)|\bchmod\s+-r\s+777\s+/(?:\s|$)",
+    r":\(\)\s*\{\s*:\|:&\s*\};:|\bformat\s+c:|\bdel\s+/[sfq]\s+/[sfq]\s+c:\\|\bremove-item\s+-recurse\s+-force\s+c:\\",
+)
+_DESTRUCTIVE_SHELL = _rx(*_DESTRUCTIVE_COMMANDS)  # reported wherever they are
+# inside tool-call markup, SQL that drops data counts too (alone it is everyday documentation)
+_DESTRUCTIVE = _rx(*_DESTRUCTIVE_COMMANDS, r"\bdrop\s+(?:table|database)\b", r"\b(?:delete|wipe|destroy|purge)_?all\b")
+_DANGER_STEM = (
+    r"(?:delete|remove|drop|wipe|destroy|purge|erase|truncate|transfer|payment|grant|revoke|shutdown|nuke|"
+    r"borrar|eliminar|destruir|supprimer|effacer|détruire|löschen|loeschen|entfernen|zerstören|удал|очист|"
+    r"уничтож|删除|清空|销毁|削除|消去)"
+)
+_TOOL_CALL_DIRECTIVE = _rx(
+    rf"\b(?P<verb>call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?"
+    r"(?:\s+(?:tool|function|command|action|endpoint|api)\b|\s*\(\)|\s+(?:with|using)\s*[{(])",
+    r"\b(?:delete|remove|wipe|destroy|erase|purge)\s+(?:all|every)\b[^.\n]{0,60}?\b(?:using|with|via|through)\s+"
+    r"(?:the\s+)?[\w-]+\s+(?:tool|function|api)\b",
+    rf"(?:调用|使用|执行|运行|触发)\s*[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:工具|函数|命令|接口)",
+    rf"\b(?:llama|invoca|usa|utiliza|ejecuta|activa)\s+(?:a\s+)?(?:la\s+|el\s+)?(?:herramienta|función|funcion|"
+    rf"comando)\s+[`'\"]?[\w.-]*{_DANGER_STEM}",
+    rf"\b(?:appelle|appelez|invoque|invoquez|utilise|utilisez|exécute|exécutez|lance|lancez)\s+(?:l'|la\s+|le\s+)?"
+    rf"(?:outil|fonction|commande)\s+[`'\"]?[\w.-]*{_DANGER_STEM}",
+    rf"\b(?:rufe|ruf|nutze|verwende|benutze|führe|starte)\b[^.\n]{{0,40}}\b(?:tool|werkzeug|funktion|befehl)\s+"
+    rf"[`'\"]?[\w.-]*{_DANGER_STEM}",
+    rf"(?:вызови|вызовите|используй|используйте|запусти|запустите|выполни|выполните)\s+(?:инструмент|функцию|"
+    rf"команду)\s+[`'\"]?[\w.-]*{_DANGER_STEM}",
+    rf"[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:ツール|関数|コマンド)を[^。\n]{{0,40}}(?:呼び出|実行|使)",
+)
+# An English call verb counts when it is an order: at the start of a clause, or after one of these.
+_IMPERATIVE_BEFORE = re.compile(
+    r"(?:^|[.!?:;,\-–—(\n]|\b(?:please|now|then|first|immediately|always|must|should|you|and|just|also|"
+    r"next|finally|simply|to))\s*$"
+)
+
+# ------------------------------------------------------------------------------------------
+# Exfiltration
+
+_URL = re.compile(r"https?://[^\s)<>\]\"'`]+")
+_EMAIL_AT = re.compile(r"@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b")
+_SEND = _rx(
+    r"\b(?:send|sends|post|posting|upload|forward|transmit|exfiltrate|e-?mail|mail|share|paste|leak|submit|deliver|"
+    r"pipe|push|report|include|attach|append)\w*\b",
+    r"发送|发到|上传|提交|转发|传到|贴到|发给",
+    r"\b(?:env[ií]a|env[ií]e|enviar|manda|mande|sube|suba|publica|reenv[ií]a|comparte|pega)\w*",
+    r"\b(?:envoie|envoyez|envoyer|transmets|transmettez|poste|postez|publie|téléverse|partage|colle)\w*",
+    r"\b(?:sende|senden|schicke|schicken|übermittle|poste|teile|lade)\w*",
+    r"(?:отправ|пришли|загрузи|перешли|передай|опубликуй)\w*",
+    r"送信|送っ|送る|アップロード|転送|投稿",
+)
+_SECRET = _rx(
+    r"\bapi[\s_-]?keys?\b|\bsecrets?\b|\bcredentials?\b|\bpasswords?\b|\bpasswd\b|\bprivate[\s_-]?keys?\b|"
+    r"\bssh[\s_-]?keys?\b|\b(?:access|auth|bearer|session)[\s_-]?tokens?\b|\btokens\b|\.env\b|"
+    r"\benv(?:ironment)?[\s_-]?var(?:iable)?s\b|\bid_rsa\b|\bid_ed25519\b|~/\.ssh|~/\.aws|\.netrc\b|\.npmrc\b|"
+    r"\.pypirc\b|\bkubeconfig\b|\bcookies?\b|\bsystem\s+prompt\b|\bchat\s+history\b|\bconversation\b|"
+    r"\buser'?s\s+(?:messages|data|files)\b",
+    r"密钥|密码|凭证|令牌|环境变量|系统提示|对话",
+    r"\bclaves?\b|\bcontraseñas?\b|\bcredenciales\b|\bvariables\s+de\s+entorno\b|\bconversación\b",
+    r"\bclés?\b|\bmots\s+de\s+passe\b|\bidentifiants\b|\bjetons?\b|\bvariables\s+d'environnement\b",
+    r"schlüssel|passw[öo]rt|zugangsdaten|umgebungsvariablen|gesprächsverlauf",
+    r"ключ|парол|учетн|учётн|токен|переменн\w*\s+окружения|переписк|разговор",
+    r"キー|パスワード|認証情報|トークン|環境変数|会話",
+)
+_NEGATED_SEND = re.compile(r"\b(?:never|don't|do\s+not|no|not)\s+(?:\w+\s+)?$")
+_SENSITIVE_PATH = re.compile(
+    r"~/\.ssh/(?![\w.-]*\.pub\b)[\w.-]+|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)|(?:~/)?\.aws/credentials|"
+    r"~/\.config/gh/hosts\.yml|~/\.netrc|~/\.git-credentials|/etc/shadow|~/\.kube/config|~/\.docker/config\.json"
+)
+_DISCLOSE = _rx(
+    r"\b(?:include|paste|post|print|output|show|reveal|display|dump|echo|cat|send|upload|share|comment|attach|"
+    r"copy)\w*\b",
+    r"发送|输出|打印|显示|贴|上传|送信|表示|出力|貼り",
+    r"\b(?:env[ií]a|muestra|imprime|incluye|pega|sube|envoie|affiche|inclus|colle|sende|zeige|füge)\w*",
+    r"(?:отправ|выведи|покажи|вставь)\w*",
+)
+_PIPE_OUT = _rx(
+    r"\b(?:curl|wget|nc|ncat|netcat|invoke-webrequest|iwr|invoke-restmethod|http|httpie|requests\.(?:post|get|put)|"
+    r"fetch|axios(?:\.post)?|urllib\.request)\b"
+)
+_SECRET_SOURCE = re.compile(
+    r"(?:^|[\s|;&(`$\"'])(?:env|printenv|set)\s*(?:\||\)|$)|\$\((?:env|printenv|cat\s[^)]*)\)|`(?:env|printenv)`|"
+    r"\bos\.environ\b(?!\s*(?:\[|\.get))|\bprocess\.env\b(?!\s*[.\[])|@\.env\b|@~/\.|"
+    r"\bcat\s+[^\n|;]*(?:\.env\b|id_rsa|id_ed25519|credentials|\.netrc|\.pypirc|\.npmrc|/etc/(?:passwd|shadow))",
+    re.MULTILINE,
+)
+_LINK = re.compile(r"!?\[[^\]\n]{0,200}\]\((https?://[^)\n]{1,600})\)|<img\b[^>]*?\bsrc\s*=\s*[\"']?(https?://[^\"'\s>]+)")
+_PLACEHOLDER = re.compile(r"\{[^}\s]{0,40}\}|\$\{?\w+|<[^>]{1,80}>|%s|\[[A-Z_]{3,}\]")
+_CAPS_VALUE = re.compile(r"=([A-Z][A-Z_]{2,})(?=&|$|#)")
+_REPLACE = _rx(
+    r"\b(?:replac|substitut|fill\s+in|insert|put)\w*",
+    r"替换|换成|填入|填写",
+    r"\b(?:sustitu|reemplaz|remplaç|remplac|ersetz|заме|подстав)\w*",
+    r"置き換|置換|差し替え",
+)
+
+# ------------------------------------------------------------------------------------------
+# Encodings
+
+_DECODE_CUE = _rx(
+    r"\b(?:decod|decipher|deciph|un-?hex|unescap|base64-decod|rot-?13|reverse|read\b[^.\n]{0,30}\bbackwards)\w*\b"
+    r"[^.\n]{0,100}?\b(?:and|then|,)\s+(?:then\s+)?(?:follow|execute|obey|run|do\s+what|carry\s+out|apply|comply|"
+    r"act\s+on|treat\s+it\s+as|perform)",
+    r"\b(?:follow|execute|obey|carry\s+out)\b[^.\n]{0,40}\bafter\s+decoding\b",
+    r"(?:解码|解密|译码)[^。\n]{0,20}?(?:并|后|然后|再)?(?:执行|遵循|照做|按照|服从)",
+    r"\bdecodific\w*[^.\n]{0,80}?\by\s+(?:sigue|ejecuta|obedece|cumple)",
+    r"\bdécod\w*[^.\n]{0,80}?\bet\s+(?:exécute|suis|obéis|applique)",
+    r"\bdekodier\w*[^.\n]{0,80}?\b(?:aus|befolge|folge|befolgen|ausführen)\b",
+    r"(?:расшифру|декодиру|раскодиру)\w*[^.\n]{0,80}?(?:выполни|следуй|исполни)",
+    r"デコードして[^。\n]{0,40}(?:従|実行)",
+)
+_B64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])|(?:\\x[0-9A-Fa-f]{2}){6,}")
+_B32 = re.compile(r"(?<![A-Z2-7])[A-Z2-7]{16,}={0,6}(?![A-Z2-7=])")
+_PCT = re.compile(r"(?:%[0-9A-Fa-f]{2}[\w.~-]{0,3}){6,}")
+_ENTITIES = re.compile(r"(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){4,}")
+_UESC = re.compile(r"(?:\\u[0-9A-Fa-f]{4}){4,}")
+_KEYWORDS = ("ignore", "disregard", "instructions", "previous", "system prompt", "reveal", "password", "api key")
+_ROT13_HINT = re.compile("|".join(codecs.encode(w, "rot13") for w in _KEYWORDS))
+_REVERSED_HINT = re.compile("|".join(w[::-1] for w in _KEYWORDS))
+
+# ------------------------------------------------------------------------------------------
+# Invisible characters
+
+_TAGS = re.compile("[\U000e0000-\U000e007f]+")
+_FLAG_TAGS = re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_VS_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
+_INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164\ufeff\uffa0]")
+# Dropped before matching (and so never able to split a word in two).
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
+)
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "´": "'"})
+
+
+def _in(cp: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+_EMOJI = (
+    (0x1F000, 0x1FAFF), (0x2600, 0x27BF), (0x2300, 0x23FF), (0x2B00, 0x2BFF), (0x2190, 0x21FF),
+    (0x00A9, 0x00A9), (0x00AE, 0x00AE), (0x203C, 0x2049), (0x2122, 0x2139), (0x3030, 0x303D),
+    (0x3297, 0x3299), (0xFE0F, 0xFE0F), (0x20E3, 0x20E3), (0xE0020, 0xE007F),
+)  # fmt: skip
+_JOINING = (
+    (0x0590, 0x08FF), (0x0900, 0x0DFF), (0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x18AF),
+    (0xA8E0, 0xA8FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFE),
+)  # fmt: skip
+_NO_SPACES = ((0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF))
+
+
+def _benign_invisible(text: str, i: int) -> bool:
+    ch = text[i]
+    if ch == "\ufeff":
+        return i == 0
+    prev = ord(text[i - 1]) if i else 0
+    nxt = ord(text[i + 1]) if i + 1 < len(text) else 0
+    if ch == "\u200d" and _in(prev, _EMOJI) and _in(nxt, _EMOJI):
+        return True
+    if ch in "\u200c\u200d":
+        return _in(prev, _JOINING) and _in(nxt, _JOINING)
+    if ch == "\u200b":
+        return _in(prev, _NO_SPACES) and _in(nxt, _NO_SPACES)
+    return False
+
+
+def _show(s: str, limit: int = 80) -> str:
+    """An excerpt on one line, with invisible characters spelled out."""
+    out = "".join(
+        c if c.isprintable() and not _IGNORABLE.match(c) else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        for c in s.strip()
+    )
+    out = " ".join(out.split())
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------------------------------
+# The scan
+
+
+@dataclass(slots=True)
+class _Hit:
+    name: str
+    pos: int  # in the normalised text; -1 for what was found outside it
+    excerpt: str
+    severity: Severity = "high"
+    via: str = "text"
+
+
+@dataclass(slots=True)
+class _Doc:
+    norm: str  # NFKC, invisibles dropped
+    low: str  # lower-cased, same length as norm
+    mask: bytearray  # region of each character
+    framed: bool  # live prose is about security
+
+    def severity(self, pos: int) -> Severity:
+        if pos < 0 or not self.framed:
+            return "high"
+        return "quoted" if self.mask[pos] in (_CODE, _QUOTE) else "high"
+
+    def excerpt(self, start: int, end: int, limit: int = 80) -> str:
+        return _show(self.norm[start : min(end, start + limit + 40)], limit)
+
+
+def _lower(s: str) -> str:
+    low = s.lower()
+    if len(low) == len(s):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in s)
+
+
+def _mask(low: str) -> bytearray:
+    mask = bytearray(len(low))
+    # fenced code blocks
+    fence = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+    pos = 0
+    while m := fence.search(low, pos):
+        mark = m.group(1)
+        close = re.compile(rf"^[ \t]{{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$", re.MULTILINE)
+        c = close.search(low, m.end())
+        end = c.end() if c else len(low)
+        mask[m.start() : end] = bytes([_CODE]) * (end - m.start())
+        pos = end
+    # hidden parts (outside code)
+    for rx in (_COMMENT, _MD_COMMENT, _HIDDEN_ELEMENT):
+        for m in rx.finditer(low):
+            if mask[m.start()] == _LIVE:
+                mask[m.start() : m.end()] = bytes([_HIDDEN]) * (m.end() - m.start())
+    # code spans
+    for m in re.finditer(r"(?<!`)(`+)(?!`)((?:[^`\n]|\n(?![ \t]*\n)|`(?!\1))+?)(?<!`)\1(?!`)", low):
+        if mask[m.start()] == _LIVE:
+            mask[m.start() : m.end()] = bytes([_CODE]) * (m.end() - m.start())
+    # blockquotes and quotation marks
+    for m in re.finditer(r"^[ \t]{0,3}>[^\n]*", low, re.MULTILINE):
+        if mask[m.start()] == _LIVE:
+            mask[m.start() : m.end()] = bytes([_QUOTE]) * (m.end() - m.start())
+    quotes = re.compile(r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|"
+                        r"「[^」]{1,400}?」|『[^』]{1,400}?』")  # fmt: skip
+    for m in quotes.finditer(low):
+        if mask[m.start()] == _LIVE and mask[m.end() - 1] == _LIVE:
+            mask[m.start() : m.end()] = bytes([_QUOTE]) * (m.end() - m.start())
+    return mask
+
+
+def _framed(low: str, mask: bytearray) -> bool:
+    score = 0
+    seen: set[str] = set()
+    for rx, weight in ((_SECURITY_STRONG, 2), (_SECURITY_WEAK, 1)):
+        for m in rx.finditer(low):
+            word = m.group()
+            if mask[m.start()] == _LIVE and word not in seen:
+                seen.add(word)
+                score += weight
+                if score >= 2:
+                    return True
+    return False
+
+
+def _sentence(low: str, pos: int, end: int | None = None) -> tuple[int, int]:
+    """The sentence around ``low[pos:end]``: soft-wrapped lines are joined, list items, headings and
+    blank lines split."""
+    end = pos if end is None else end
+    lo = max(0, pos - 400)
+    before = low[lo:pos]
+    cut = 0
+    for m in re.finditer(r"[.!?。!?](?=\s)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))", before):
+        cut = m.end()
+    hi = min(len(low), end + 400)
+    m = re.compile(r"[.!?。!?](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))").search(low, end, hi)
+    return lo + cut, (m.end() if m else hi)
+
+
+def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
+    low, norm = doc.low, doc.norm
+    for name, rx in (
+        ("ignore previous instructions", _IGNORE),
+        ("forget everything", _FORGET),
+        ("you are now", _YOU_ARE_NOW),
+        ("new instructions", _NEW_INSTRUCTIONS),
+        ("override", _OVERRIDE),
+        ("system prompt", _SYSTEM_PROMPT),
+        ("conceal from user", _CONCEAL),
+    ):
+        for m in rx.finditer(low):
+            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+    for m in _YOU_ARE_NOW_NAME.finditer(norm):
+        hits.append(_Hit("you are now", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+
+
+def _tokens(doc: _Doc, hits: list[_Hit]) -> None:
+    low, mask = doc.low, doc.mask
+    found = [m for m in _TOKEN.finditer(low) if mask[m.start()] != _CODE]
+    for i, m in enumerate(found):
+        tok = m.group()
+        if tok == "<s>":
+            continue
+        line_start = low.rfind("\n", 0, m.start()) + 1
+        structural = (
+            not low[line_start : m.start()].strip(" \t>")
+            or _ROLE_AFTER_TOKEN.match(low, m.end()) is not None
+            or (i > 0 and not low[found[i - 1].end() : m.start()].strip())
+            or (i + 1 < len(found) and not low[m.end() : found[i + 1].start()].strip())
+        )
+        if structural:
+            name = _TOKEN_NAMES.get(tok, "chat template token")
+            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), m.end() + 60), doc.severity(m.start())))
+
+
+def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
+    low, mask = doc.low, doc.mask
+    for m in _ROLE_LABEL.finditer(low):
+        if mask[m.start()] == _CODE:
+            continue
+        role = next(g for g in (m.group("hr"), m.group("tr"), m.group("br"), m.group("cr")) if g)
+        nl = low.find("\n", m.end())
+        nl = len(low) if nl < 0 else nl
+        start = m.end()
+        if not low[start:nl].strip():  # label alone on its line: the content is the next paragraph
+            start = nl
+            while start < len(low) and low[start] in " \t\n":
+                start += 1
+        e = _TURN_END.search(low, start, start + 600)
+        end = e.start() if e else min(len(low), start + 600)
+        if end <= start:
+            continue
+        has_strong = any(start <= p < end for p in strong)
+        privileged = _PRIVILEGED_ROLE.search(role) is not None
+        if has_strong or (privileged and _DIRECTIVE_WEAK.search(low, start, end)):
+            name = "system prompt" if _SYSTEM_PROMPT_ROLE.search(role) else "fake role turn"
+            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), end), doc.severity(m.start())))
+
+
+def _hidden_parts(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
+    low, mask = doc.low, doc.mask
+    for rx, name in ((_COMMENT, "hidden HTML comment"), (_MD_COMMENT, "hidden HTML comment"),
+                     (_HIDDEN_ELEMENT, "hidden HTML element")):  # fmt: skip
+        for m in rx.finditer(low):
+            a, b = m.span()
+            if mask[a] != _HIDDEN:
+                continue
+            if (
+                any(a <= p < b for p in strong)
+                or _COVERT.search(low, a, b)
+                or _AI_ADDRESS.search(low, a, b)
+            ):
+                hits.append(_Hit(name, a, doc.excerpt(a, b), "high", "HTML comment" if "comment" in name else "HTML"))
+
+
+def _tool_bait(doc: _Doc, hits: list[_Hit]) -> None:
+    low, mask = doc.low, doc.mask
+    for m in _TOOL_MARKUP.finditer(low):
+        a = m.start()
+        if mask[a] == _CODE:
+            window = low[a : a + 400]
+            if not _DESTRUCTIVE.search(window):
+                continue
+        hits.append(_Hit("tool-call bait", a, doc.excerpt(a, a + 120), doc.severity(a)))
+    for m in _DESTRUCTIVE_SHELL.finditer(low):
+        hits.append(_Hit("tool-call bait", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+    for m in _TOOL_CALL_DIRECTIVE.finditer(low):
+        verb = m.group("verb")
+        if verb is not None:
+            line_start = max(low.rfind("\n", 0, m.start()), m.start() - 80, 0)
+            if not _IMPERATIVE_BEFORE.search(low[line_start : m.start()]):
+                continue
+        hits.append(_Hit("tool-call bait", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+
+
+def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
+    low, norm = doc.low, doc.norm
+    seen: set[int] = set()
+
+    def add(pos: int, end: int) -> None:
+        a, b = _sentence(low, pos, end)
+        if a not in seen:
+            seen.add(a)
+            hits.append(_Hit("exfiltration", pos, doc.excerpt(a, b, 100), doc.severity(pos)))
+
+    # secrets piped to a network client: `env | curl ...`, `curl -d "$(cat ~/.aws/credentials)" ...`
+    for m in _PIPE_OUT.finditer(low):
+        ls = low.rfind("\n", 0, m.start()) + 1
+        le = low.find("\n", m.end())
+        le = len(low) if le < 0 else le
+        if _SECRET_SOURCE.search(low, ls, le):
+            add(m.start(), m.end())
+    # an order to send secrets to a URL or an e-mail address
+    dests = [m.span() for m in _URL.finditer(low)]
+    dests += [m.span() for m in _EMAIL_AT.finditer(low) if m.start() and re.match(r"[\w.+-]", low[m.start() - 1])]
+    for ds, de in dests:
+        a, b = _sentence(low, ds, de)
+        v = _SEND.search(low, a, b)
+        if v and _SECRET.search(low, a, b) and not _NEGATED_SEND.search(low[max(a, v.start() - 20) : v.start()]):
+            add(ds, de)
+    # secret files read out
+    for m in _SENSITIVE_PATH.finditer(low):
+        a, b = _sentence(low, m.start(), m.end())
+        if _DISCLOSE.search(low, a, b):
+            add(m.start(), m.end())
+    # images and links that carry data out in their URL
+    for m in _LINK.finditer(norm):
+        url = m.group(1) or m.group(2)
+        query = url.split("?", 1)[1] if "?" in url else ""
+        if not query:
+            continue
+        if _PLACEHOLDER.search(query):
+            add(m.start(), m.end())
+            continue
+        for c in _CAPS_VALUE.finditer(query):
+            word = c.group(1)
+            rest = norm[: m.start()] + norm[m.end() :]
+            for w in re.finditer(rf"\b{re.escape(word)}\b", rest):
+                a, b = _sentence(rest.lower(), w.start(), w.end())
+                if _REPLACE.search(rest.lower(), a, b):
+                    add(m.start(), m.end())
+                    break
+
+
+def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
+    norm, low = doc.norm, doc.low
+    for m in _DECODE_CUE.finditer(low):
+        hits.append(_Hit("encoded instruction", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+    if depth >= _MAX_DEPTH:
+        return
+
+    def rescan(pos: int, decoded: str, via: str) -> None:
+        inner = _scan_clean(decoded, depth + 1)
+        inner = [h for h in inner if h.severity == "high"]
+        if inner:
+            sev = doc.severity(pos)
+            hits.append(_Hit("encoded instruction", pos, _show(decoded), sev, via))
+            hits.extend(_Hit(h.name, pos, h.excerpt, sev, via) for h in inner)
+
+    for m in _B64.finditer(norm):
+        s = m.group()
+        if not (re.search(r"[a-z]", s) and re.search(r"[A-Z]", s) and re.search(r"[0-9+/=_-]", s)):
+            continue
+        t = _b64_text(s)
+        if t:
+            rescan(m.start(), t, "base64")
+    for m in _B32.finditer(norm):
+        if re.search(r"[2-7]", m.group()):
+            t = _bytes_text(_try(lambda s=m.group(): base64.b32decode(s + "=" * (-len(s) % 8))))
+            if t:
+                rescan(m.start(), t, "base32")
+    for m in _HEX.finditer(norm):
+        s = m.group().replace("\\x", "")
+        t = _bytes_text(_try(lambda s=s: bytes.fromhex(s)))
+        if t:
+            rescan(m.start(), t, "hex")
+    for rx, via, fn in (
+        (_PCT, "%-escapes", urllib.parse.unquote),
+        (_ENTITIES, "HTML entities", html.unescape),
+        (_UESC, "\\u escapes", lambda s: s.encode().decode("unicode_escape")),
+    ):
+        for m in rx.finditer(norm):
+            t = _try(lambda m=m, fn=fn: fn(m.group()))
+            if t:
+                rescan(m.start(), t, via)
+    for hint, via, fn in (
+        (_ROT13_HINT, "ROT13", lambda s: codecs.decode(s, "rot13")),
+        (_REVERSED_HINT, "reversed text", lambda s: s[::-1]),
+    ):
+        done: set[int] = set()
+        for m in hint.finditer(low):
+            ls = low.rfind("\n", 0, m.start()) + 1
+            if ls in done:
+                continue
+            done.add(ls)
+            le = low.find("\n", m.end())
+            rescan(ls, fn(norm[ls : len(norm) if le < 0 else le]), via)
+
+
+def _try(fn: Callable[[], object]):  # noqa: ANN202
+    try:
+        return fn()
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+
+
+def _b64_text(s: str) -> str | None:
+    s = s.rstrip("=")
+    alt = "-_" if ("-" in s or "_" in s) else None
+    raw = _try(lambda: base64.b64decode(s + "=" * (-len(s) % 4), altchars=alt.encode() if alt else None))
+    return _bytes_text(raw)
+
+
+def _bytes_text(raw: object) -> str | None:
+    """``raw`` as text, when it is UTF-8 that reads like words (not a hash, key or image)."""
+    if not isinstance(raw, bytes) or len(raw) < 8:
+        return None
+    try:
+        t = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if sum(c.isprintable() or c in "\n\t" for c in t) < 0.95 * len(t):
+        return None
+    letters = sum(c.isalpha() or c.isspace() for c in t)
+    return t if letters >= 0.6 * len(t) else None
+
+
+# Look-alikes: letters spaced out ("i g n o r e"), leetspeak ("1gn0r3"), Cyrillic/Greek letters
+# in Latin words ("ignоre" with a Cyrillic o).
+_SPACED = re.compile(r"(?<![a-z])[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")
+_LEET_WORD = re.compile(r"\b(?=[a-z0-9@$]*[a-z])(?=[a-z0-9@$]*[013457@$])[a-z0-9@$]{3,}\b")
+_LEET = str.maketrans("013457@$", "oieastas")
+_MIXED_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[\u0370-\u03ff\u0400-\u04ff])\w+\b")
+_CONFUSABLE = str.maketrans(
+    "аеорсухіјѕԁһԛԝνοαερτικχу", "aeopcyxijsdhqwvoaeptikxy"
+)  # fmt: skip
+
+
+def _deobfuscated(low: str) -> str | None:
+    out = []
+    for line in low.split("\n"):
+        new = _SPACED.sub(lambda m: " ".join(w.replace(" ", "").replace(".", "").replace("*", "").replace("_", "")
+                                             .replace("-", "") for w in re.split(r"\s{2,}", m.group())), line)
+        new = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), new)
+        if re.search(r"[\u0370-\u04ff]", new):
+            new = _MIXED_WORD.sub(lambda m: m.group().translate(_CONFUSABLE), new)
+        if new != line:
+            out.append(new)
+    return "\n".join(out) if out else None
+
+
+def _normalise(text: str) -> str:
+    text = _IGNORABLE.sub("", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+        text = _IGNORABLE.sub("", text)
+    return text
+
+
+def _scan_clean(text: str, depth: int) -> list[_Hit]:
+    """Findings in text that has no invisible characters left to report."""
+    norm = _normalise(text)
+    low = _lower(norm)
+    mask = _mask(low)
+    doc = _Doc(norm, low, mask, _framed(low, mask))
+    hits: list[_Hit] = []
+    _phrases(doc, hits)
+    _tool_bait(doc, hits)
+    _exfiltration(doc, hits)
+    _decoded(doc, hits, depth)
+    strong = [h.pos for h in hits if h.severity == "high" or doc.mask[h.pos] == _HIDDEN]
+    _tokens(doc, hits)
+    _role_turns(doc, hits, strong)
+    _hidden_parts(doc, hits, strong)
+    if depth < _MAX_DEPTH and (plain := _deobfuscated(low)):
+        sub = _Doc(plain, plain, bytearray(len(plain)), False)
+        more: list[_Hit] = []
+        _phrases(sub, more)
+        _exfiltration(sub, more)
+        hits.extend(_Hit(h.name, -1, h.excerpt, "high", "look-alike letters") for h in more)
+    return hits
+
+
+def _scan_raw(text: str) -> list[_Hit]:
+    hits: list[_Hit] = []
+    payloads: list[tuple[str, str]] = []
+    for m in _TAGS.finditer(text):
+        if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
+            continue  # an emoji subdivision flag, e.g. England
+        decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
+        hits.append(_Hit("Unicode tag characters", -1, _show(decoded) or _show(m.group()), "high", "tag characters"))
+        if decoded.strip():
+            payloads.append(("tag characters", decoded))
+    for m in _BIDI.finditer(text):
+        hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20]), "high"))
+        break
+    for m in _VS_RUN.finditer(text):
+        data = bytes(
+            (ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group()
+        )
+        decoded = data.decode("utf-8", errors="replace")
+        hits.append(_Hit("invisible Unicode", -1, _show(decoded), "high", "variation selectors"))
+        payloads.append(("variation selectors", decoded))
+    for m in _INVISIBLE.finditer(text):
+        if not _benign_invisible(text, m.start()):
+            hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20]), "high"))
+            break
+    for via, decoded in payloads:
+        hits.extend(_Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
+    return hits
+
+
+def _iter_hits(text: str) -> Iterator[_Hit]:
+    yield from _scan_raw(text)
+    yield from _scan_clean(text, 0)
+
+
+def scan_findings(text: str) -> list[Finding]:
+    """Every kind of finding in ``text``, the first of each (name, severity, via), in ``NAMES`` order."""
+    seen: dict[tuple[str, str, str], Finding] = {}
+    for h in _iter_hits(text):
+        key = (h.name, h.severity, h.via)
+        if key not in seen:
+            seen[key] = Finding(h.name, h.excerpt, h.severity, h.via)
+    return sorted(seen.values(), key=lambda f: (_ORDER[f.name], f.severity != "high"))
 
 
 def scan(text: str) -> list[str]:
-    """Names of the patterns found in ``text``, in a fixed order."""
-    found = []
-    if INVISIBLE.search(text):
-        found.append("invisible Unicode")
-    norm = unicodedata.normalize("NFKC", text)
-    for name, rx in PATTERNS.items():
-        if rx.search(norm):
-            found.append(name)
-    return found
+    """Names of the findings in ``text`` that are not quoted examples, in ``NAMES`` order ([] when clean)."""
+    names = {h.name for h in _iter_hits(text) if h.severity == "high"}
+    return sorted(names, key=_ORDER.__getitem__)
+
+
+# The patterns behind the finding names kept from the first version of this module; most of them
+# only report a match that passes the context rules above (a role after <|im_start|>, a comment
+# that speaks to the model, ...).
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "ignore previous instructions": _IGNORE,
+    "you are now": _YOU_ARE_NOW,
+    "new instructions": _NEW_INSTRUCTIONS,
+    "system prompt": _SYSTEM_PROMPT,
+    "override": _OVERRIDE,
+    "forget everything": _FORGET,
+    "[INST]": re.compile(r"\[/?inst\]"),
+    "<<SYS>>": re.compile(r"<</?sys>>"),
+    "</s>": re.compile(r"</s>"),
+    "<|im_start|>": re.compile(r"<\|im_(?:start|end)\|>"),
+    "hidden HTML comment": _COMMENT,
+}

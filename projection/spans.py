@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -81,13 +81,16 @@ def checked(span: SpanData) -> SpanData:
     return span
 
 
-def error_of(span: SpanData) -> str | None:
-    if span.error:
-        return span.error
-    for ev in reversed(span.events):
-        if ev.name == "exception":
-            kind = ev.attributes.get("exception.type", "")
-            msg = ev.attributes.get("exception.message", "")
+def error_text(description: str | None, events: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:
+    """The one-line reason of a failed span: its status description, else the last recorded
+    exception (``type: message``). ``events`` are (name, attributes) pairs."""
+    if description:
+        return description
+    for name, attributes in reversed(list(events)):
+        if name == "exception":
+            a = attributes or {}
+            kind = a.get("exception.type", "")
+            msg = a.get("exception.message", "")
             return f"{kind}: {msg}" if kind and msg else str(kind or msg or "exception")
     return None
 
@@ -104,7 +107,7 @@ def to_records(span: SpanData) -> list[Record]:
     if span.attributes.get(INTERRUPTED) is True:
         return out  # it never ended where it was recorded: keep it open, so replay reads it as interrupted
     status = span.status if span.status in ("ok", "error") else "unset"
-    error = error_of(span) if status == "error" else None
+    error = error_text(span.error, ((e.name, e.attributes) for e in span.events)) if status == "error" else None
     out.append(SpanEnded(span.trace_id, span.span_id, span.end_ns, status, error))  # type: ignore[arg-type]
     return out
 

@@ -292,3 +292,87 @@ def test_entry_point_plugins(tmp_path, monkeypatch):
     r = default_registry()
     assert "plugin_block" in r
     assert "<plugin>hi</plugin>" in assemble(base_ctx(), r).system
+
+
+def _plugin(tmp_path, monkeypatch, dist: str, module: str, code: str, entry: str) -> None:
+    """Install a plugin distribution on sys.path: a module and its entry point."""
+    (tmp_path / f"{module}.py").write_text(code)
+    info = tmp_path / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[callctx.components]\n{entry}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+HALFWAY = (
+    "from callctx.components import ContextComponent\n"
+    "def register(registry):\n"
+    "    registry.register(ContextComponent('half_a', 'L1', 31, lambda ctx: '<a/>'))\n"
+    "    raise RuntimeError('plugin broke halfway')\n"
+)
+
+
+def test_a_plugin_that_raises_halfway_registers_nothing(tmp_path, monkeypatch, caplog):
+    _plugin(tmp_path, monkeypatch, "callctx-halfway", "callctx_halfway", HALFWAY, "halfway = callctx_halfway:register")
+    r = default_registry()
+    assert "half_a" not in r
+    assert "identity" in r  # the built-ins are untouched
+    assert "callctx-halfway 1.0" in caplog.text and "plugin broke halfway" in caplog.text
+
+
+FRAGILE = (
+    "from callctx.components import ContextComponent\n"
+    "def boom(ctx):\n"
+    "    raise ValueError('no luck')\n"
+    "BLOCKS = [ContextComponent('fragile_plugin', 'L1', 32, boom)]\n"
+)
+
+
+def test_a_problem_names_the_distribution_of_its_component(tmp_path, monkeypatch):
+    _plugin(tmp_path, monkeypatch, "callctx-fragile", "callctx_fragile", FRAGILE, "fragile = callctx_fragile:BLOCKS")
+    r = default_registry()
+    assert r.origin("fragile_plugin") == "callctx-fragile 1.0"
+    assert r.origin("identity") == "callctx"
+    problems = assemble(base_ctx(), r).problems
+    assert [(p.component, p.origin) for p in problems] == [("fragile_plugin", "callctx-fragile 1.0")]
+
+
+def test_plugins_can_be_disabled_by_name(tmp_path, monkeypatch):
+    _plugin(tmp_path, monkeypatch, "callctx-fragile", "callctx_fragile", FRAGILE, "fragile = callctx_fragile:BLOCKS")
+    assert "fragile_plugin" not in default_registry(disable=["fragile"])  # the entry point's name
+    assert "fragile_plugin" not in default_registry(disable=["callctx-fragile"])  # the distribution's
+    assert "fragile_plugin" in default_registry(disable=["something-else"])
+
+
+def test_setup_reads_the_disabled_plugins_from_the_environment(tmp_path, monkeypatch):
+    from callctx import setup
+
+    _plugin(tmp_path, monkeypatch, "callctx-fragile", "callctx_fragile", FRAGILE, "fragile = callctx_fragile:BLOCKS")
+    monkeypatch.setenv("CALLCTX_DISABLE_PLUGINS", "other, callctx-fragile")
+    rt = setup()
+    try:
+        assert "fragile_plugin" not in rt.config.registry
+    finally:
+        rt.close()
+    rt = setup(disable_plugins=["nothing"])
+    try:
+        assert "fragile_plugin" not in rt.config.registry
+    finally:
+        rt.close()
+    monkeypatch.delenv("CALLCTX_DISABLE_PLUGINS")
+    rt = setup()
+    try:
+        assert "fragile_plugin" in rt.config.registry
+    finally:
+        rt.close()
+
+
+def test_registration_validates_before_it_changes_anything():
+    r = default_registry(plugins=False)
+    before = [c.name for c in r]
+    with pytest.raises(RegistryError):
+        r.register(ContextComponent("identity", "L0", 1, lambda ctx: "x"))
+    with pytest.raises(TypeError):
+        r.register("not a component")  # type: ignore[arg-type]
+    assert [c.name for c in r] == before
+    assert r.get("identity").build is not None and r.origin("identity") == "callctx"

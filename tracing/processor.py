@@ -19,6 +19,7 @@ from opentelemetry.trace import StatusCode
 from callctx.projection import Projection
 from callctx.projection.events import SpanEnded, SpanStarted, encode
 from callctx.projection.log import EventLog
+from callctx.projection.spans import error_text
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +33,6 @@ def span_attributes(span: ReadableSpan) -> dict[str, Any]:
     if type(inner) is dict:
         return inner.copy()
     return dict(span.attributes or {})
-
-
-def error_text(span: ReadableSpan) -> str | None:
-    """The one-line reason of a failed span: the status text, else the recorded exception."""
-    desc = span.status.description
-    if desc:
-        return desc
-    for ev in reversed(span.events or ()):
-        if ev.name == "exception":
-            a = ev.attributes or {}
-            kind = a.get("exception.type", "")
-            msg = a.get("exception.message", "")
-            return f"{kind}: {msg}" if kind and msg else str(kind or msg or "exception")
-    return None
 
 
 class ProjectionProcessor(SpanProcessor):
@@ -101,7 +88,9 @@ class ProjectionProcessor(SpanProcessor):
                     span_hex,
                     span.end_time or 0,
                     "error" if failed else ("ok" if code is StatusCode.OK else "unset"),
-                    error_text(span) if failed else None,
+                    error_text(span.status.description, ((e.name, e.attributes) for e in span.events or ()))
+                    if failed
+                    else None,
                     attrs,
                 )
             )

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from callctx.components.ctx import ToolSpec
+from callctx.components.doctext import first_paragraph
 
 _P = inspect.Parameter
 
@@ -36,11 +37,6 @@ class Tool:
         """Validate the model's arguments against the signature, then call."""
         bound = msgspec.convert(arguments, self.args, strict=False)
         return self.fn(**{f: getattr(bound, f) for f in self.args.__struct_fields__})
-
-
-def _description(fn: Callable[..., Any]) -> str:
-    doc = inspect.getdoc(fn) or ""
-    return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
@@ -65,7 +61,8 @@ def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | 
     if components:
         params["$defs"] = components
     params.setdefault("properties", {})
-    return Tool(ToolSpec(tool_name, description or _description(fn), params), fn, args, spec.name if spec else None)
+    text = description or first_paragraph(inspect.getdoc(fn)) or ""
+    return Tool(ToolSpec(tool_name, text, params), fn, args, spec.name if spec else None)
 
 
 def as_tools(items: Any, *, exclude: str | None = None) -> list[Tool]:

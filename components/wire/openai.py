@@ -24,6 +24,12 @@ def _user_parts(context: Context, kind: str) -> list[dict[str, Any]]:
     return parts
 
 
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as OpenAI describes a function (Chat nests it under ``function``, Responses
+    puts the same keys at the top level)."""
+    return {"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}
+
+
 def build_chat(context: Context, exchanges: list[Exchange], params: Params) -> dict[str, Any]:
     body: dict[str, Any] = {"model": params.model}
     messages: list[dict[str, Any]] = []
@@ -35,13 +41,7 @@ def build_chat(context: Context, exchanges: list[Exchange], params: Params) -> d
         messages.extend(_chat_exchange(e))
     body["messages"] = messages
     if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t["name"], "description": t["description"], "parameters": t["parameters"]},
-            }
-            for t in context.tools
-        ]
+        body["tools"] = [{"type": "function", "function": _function(t)} for t in context.tools]
     if params.max_tokens is not None:
         body["max_completion_tokens"] = params.max_tokens
     if params.temperature is not None:
@@ -75,16 +75,7 @@ def build_responses(context: Context, exchanges: list[Exchange], params: Params)
         items.extend(_responses_exchange(e))
     body["input"] = items
     if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t["name"],
-                "description": t["description"],
-                "parameters": t["parameters"],
-                "strict": False,
-            }
-            for t in context.tools
-        ]
+        body["tools"] = [{"type": "function", **_function(t), "strict": False} for t in context.tools]
     if params.max_tokens is not None:
         body["max_output_tokens"] = params.max_tokens
     if params.temperature is not None:

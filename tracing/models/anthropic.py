@@ -5,35 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
-from callctx.components.wire.params import Params
 
-from .base import ModelError, ModelRequest, Reply, Usage
+from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
 
 
-class AnthropicMessages:
+class AnthropicMessages(SdkModel):
     wire = "anthropic"
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        temperature: float | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-    ) -> None:
-        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
-        if client is None:
-            try:
-                import anthropic
-            except ImportError as e:  # pragma: no cover - depends on the extra
-                raise ImportError("the Anthropic client needs the extra: pip install 'callctx[anthropic]'") from e
-            client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
-        self.client = client
+    def __init__(self, model: str, *, max_tokens: int = 4096, **options: Any) -> None:
+        super().__init__(model, max_tokens=max_tokens, **options)
+
+    def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        sdk = import_sdk("anthropic", "anthropic")
+        return sdk.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
     def complete(self, request: ModelRequest) -> Reply:
         import anthropic
@@ -42,8 +27,7 @@ class AnthropicMessages:
             r = self.client.messages.create(**request.body)
         except anthropic.APIError as e:
             status = getattr(e, "status_code", None)
-            retryable = status is None or status in (408, 409, 429) or status >= 500
-            raise ModelError("anthropic", str(e), status=status, retryable=retryable) from e
+            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
         texts = [b.text for b in r.content if b.type == "text"]
         calls = [
             ToolCall(id=b.id, name=b.name, arguments=dict(b.input or {})) for b in r.content if b.type == "tool_use"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from callctx.components.context import Context
@@ -57,3 +59,45 @@ class Model(Protocol):
     params: Params
 
     def complete(self, request: ModelRequest) -> Reply: ...
+
+
+def retryable(status: int | None) -> bool:
+    """Is a failed call worth retrying? No HTTP status (the request never got an answer), a
+    timeout, a conflict, rate limiting or a server error are; other client errors are not."""
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def import_sdk(module: str, extra: str) -> ModuleType:
+    """A provider's official SDK, or an ImportError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f"the {extra} client needs its SDK: pip install 'callctx[{extra}]'") from e
+
+
+class SdkModel:
+    """What the clients of the providers' official SDKs share: the request parameters and the
+    SDK client (the one given, else one built by :meth:`connect` from the key, the base URL,
+    the timeout and the retry count). Threading: the SDK clients are thread-safe, so one
+    model serves every thread."""
+
+    wire: str
+    provider: str
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
+        self.client = client if client is not None else self.connect(api_key, base_url, timeout, max_retries)
+
+    def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        raise TypeError(f"{type(self).__name__} needs client= or a connect() of its own")

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
-from callctx.components.wire.params import Params
 
-from .base import ModelError, ModelRequest, Reply, Usage
+from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
 
 
 def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
@@ -30,29 +29,21 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     return {"contents": body["contents"], "config": config}
 
 
-class Gemini:
+class Gemini(SdkModel):
     wire = "gemini"
     provider = "gcp.gemini"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        timeout: float = 120.0,
-    ) -> None:
-        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
-        if client is None:
-            try:
-                from google import genai
-                from google.genai import types
-            except ImportError as e:  # pragma: no cover - depends on the extra
-                raise ImportError("the Gemini client needs the extra: pip install 'callctx[gemini]'") from e
-            client = genai.Client(api_key=api_key, http_options=types.HttpOptions(timeout=int(timeout * 1000)))
-        self.client = client
+    def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        import_sdk("google.genai", "gemini")
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(
+            timeout=int(timeout * 1000),
+            base_url=base_url,
+            retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
+        )
+        return genai.Client(api_key=api_key, http_options=options)
 
     def complete(self, request: ModelRequest) -> Reply:
         from google.genai import errors
@@ -61,7 +52,7 @@ class Gemini:
             r = self.client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
         except errors.APIError as e:
             code = getattr(e, "code", None)
-            raise ModelError("gemini", str(e), status=code, retryable=code in (429, 500, 503)) from e
+            raise ModelError("gemini", str(e), status=code, retryable=retryable(code)) from e
         except Exception as e:  # the SDK lets transport errors through unwrapped
             if type(e).__module__.startswith(("httpx", "httpcore")):
                 raise ModelError("gemini", f"{type(e).__name__}: {e}", retryable=True) from e

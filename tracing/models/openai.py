@@ -11,46 +11,23 @@ import json
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
-from callctx.components.wire.params import Params
 
-from .base import ModelError, ModelRequest, Reply, Usage
-
-
-def _client(client: Any, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
-    if client is not None:
-        return client
-    try:
-        import openai
-    except ImportError as e:  # pragma: no cover - depends on the extra
-        raise ImportError("the OpenAI client needs the extra: pip install 'callctx[openai]'") from e
-    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
 
 
 def _error(e: Exception) -> ModelError:
     status = getattr(e, "status_code", None)
-    retryable = status in (408, 409, 429) or (status is not None and status >= 500) or status is None
-    return ModelError("openai", str(e), status=status, retryable=retryable)
+    return ModelError("openai", str(e), status=status, retryable=retryable(status))
 
 
-class _OpenAI:
-    """What both OpenAI APIs share: the client and the parameters."""
+class _OpenAI(SdkModel):
+    """What both OpenAI APIs share: the client."""
 
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-    ) -> None:
-        self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
-        self.client = _client(client, api_key, base_url, timeout, max_retries)
+    def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        sdk = import_sdk("openai", "openai")
+        return sdk.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
 class OpenAIChat(_OpenAI):
