@@ -422,7 +422,10 @@ _ROLE_LABEL = re.compile(
     rf"|(?:\*\*|__)?(?P<cr>{_ROLE_WORDS})[ \t]*(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)?)(?=[ \t]*\S))",
     re.MULTILINE,
 )
-_TURN_END = re.compile(rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*|\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:?[ \t]*(?:\n|\S))")
+_TURN_END = re.compile(
+    rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*(?:{_ROLE_WORDS})[ \t]*$|(?:\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:))",
+    re.MULTILINE,
+)
 _PRIVILEGED_ROLE = re.compile(
     r"system|assistant|ai$|developer|model|operator|admin|系统|助手|sistema|asistente|système|systeme|assistent|"
     r"система|ассистент|システム|アシスタント"

@@ -410,7 +410,7 @@ class Projection:
     def node(self, span_id: str) -> Node | None:
         return self.nodes.get(span_id)
 
-    def holder(self, span_id: str) -> Node | None:
+    def call_of(self, span_id: str) -> Node | None:
         """The call a span belongs to: itself if it is a visible agentic call, else its holder."""
         n = self.nodes.get(span_id)
         while n is not None and not (n.holds and n.state & STARTED):
@@ -420,7 +420,7 @@ class Projection:
     def chain(self, span_id: str) -> list[CallInfo]:
         """The active chain from the root call down to the call ``span_id`` belongs to."""
         with self.lock:
-            return self._chain(self.holder(span_id))
+            return self._chain(self.call_of(span_id))
 
     @staticmethod
     def _chain(n: Node | Tree | None) -> list[CallInfo]:
@@ -455,7 +455,7 @@ class Projection:
         calls; by default the one declared on the viewer or its nearest ancestor applies.
         """
         with self.lock:
-            viewer = self.holder(span_id)
+            viewer = self.call_of(span_id)
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
@@ -481,7 +481,7 @@ class Projection:
         if total <= target:
             return []
         with self.lock:
-            viewer = self.holder(span_id)
+            viewer = self.call_of(span_id)
             path: list[Node] = []
             n: Node | Tree | None = viewer
             while type(n) is Node:

@@ -110,11 +110,11 @@ def execute(
     attachments: Sequence[Attachment] = (),
     agent: Agent | None = None,
 ) -> Any:
-    holder = None
+    caller = None
     span_id = rt.current_span_id()
     if span_id is not None:
-        holder = rt.projection.holder(span_id)
-    if holder is None:
+        caller = rt.projection.call_of(span_id)  # the agentic call this model call is made from
+    if caller is None:
         # Outside any agentic call: a top-level conversation turn, itself a call in the tree,
         # so the turns of a session see each other.
         with TracedCall("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
@@ -137,10 +137,10 @@ def _run(
 ) -> Any:
     cfg = rt.config
     span_id = rt.current_span_id()
-    holder = rt.projection.holder(span_id) if span_id else None
-    holder_id = holder.span_id if holder is not None else None
-    view = rt.view(holder_id) if holder_id else None
-    function = None if top_level or holder is None else holder.function
+    caller = rt.projection.call_of(span_id) if span_id else None  # the agentic call it is made from
+    call_id = caller.span_id if caller is not None else None
+    view = rt.view(call_id) if call_id else None
+    function = None if top_level or caller is None else caller.function
     # The agent's standing tools first (the same on every call: the tools section opens the
     # cached prefix), then this call's own; an agentic function is never offered to itself.
     standing = [*cfg.tools, *(getattr(agent, "tools", None) or ())]
@@ -181,7 +181,7 @@ def _run(
     exchanges: list[Exchange] = []
     retried = False
     for _ in range(cfg.max_tool_rounds + 1):
-        reply = _chat(rt, context, exchanges, function, holder_id, call_path)
+        reply = _chat(rt, context, exchanges, function, call_id, call_path)
         if reply.tool_calls:
             exchanges.append(AssistantTurn(reply.text, list(reply.tool_calls)))
             exchanges.append(_run_tools(rt, reply, tool_list))
@@ -250,7 +250,7 @@ def _chat(
     context: Context,
     exchanges: list[Exchange],
     function: str | None,
-    holder_id: str | None,
+    call_id: str | None,
     call_path: str | None,
 ) -> Reply:
     model = rt.config.model
@@ -283,7 +283,7 @@ def _chat(
         span.record_exception(e)
         span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
         span.end()
-        rt.notify(CallRecord(index, function, holder_id, _hex(span), context, body, None, e))
+        rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, None, e))
         raise
     end: dict[str, Any] = {
         s.USAGE_INPUT: reply.usage.input,
@@ -302,7 +302,7 @@ def _chat(
         end[s.OUTPUT_MESSAGES] = json.dumps([_message("assistant", reply.text, reply)], ensure_ascii=False)
     span.set_attributes(end)
     span.end()
-    rt.notify(CallRecord(index, function, holder_id, _hex(span), context, body, reply))
+    rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, reply))
     return reply
 
 

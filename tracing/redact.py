@@ -56,7 +56,8 @@ class SecretPattern(NamedTuple):
     ``replace``: given a match, the text to put instead of the secret, or None to leave the
     match alone; default ``[REDACTED]``.
     ``word``: a trigger only counts where it does not continue a word (the boundary of
-    :func:`word_start`, which holds in JSON-escaped text too), checked during the scan.
+    :func:`word_start`, which holds in JSON-escaped text too) and is followed by at least 8
+    token characters (letters, digits, ``_ - .``): checked during the scan.
     """
 
     name: str
@@ -163,7 +164,13 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("anthropic", rf"sk-ant-{word_start(7)}{_TOKEN}{{20,}}", ("sk-ant-",), word=True),
     # sk-, sk-proj-, sk-svcacct-, sk-admin-, and the sk-<hex> keys of OpenAI-compatible APIs;
     # a digit is required so that kebab-case words after "sk-" are left alone
-    SecretPattern("openai", rf"sk-{word_start(3)}(?!ant-)(?=[A-Za-z_\-]*[0-9]){_TOKEN}{{20,}}", ("sk-",), word=True),
+    SecretPattern(
+        "openai",
+        rf"sk-{word_start(3)}(?!ant-)(?=[A-Za-z_\-]*[0-9]){_TOKEN}{{20,}}",
+        ("sk-",),
+        follow=r"(?!ant-)(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20}",
+        word=True,
+    ),
     SecretPattern("google_api_key", rf"AIza{word_start(4)}{_TOKEN}{{35,}}", ("AIza",), word=True),
     SecretPattern("google_oauth", rf"ya29\.{word_start(5)}{_TOKEN}{{20,}}", ("ya29.",), word=True),
     SecretPattern(
@@ -316,13 +323,13 @@ def _compile(p: SecretPattern | str | re.Pattern[str]) -> _Rule:
         p = SecretPattern("custom", p)
     rx = p.regex if isinstance(p.regex, re.Pattern) else re.compile(p.regex)
     lower = bool(rx.flags & re.IGNORECASE)
-    needles = dict.fromkeys(
-        _Needle(
-            lower, t.lower() if lower else t, (word_start(len(t), strict=t[0] in _ESCAPES) if p.word else "") + p.follow
-        )
-        for t in p.triggers
-        if t
-    )
+    needles: dict[_Needle, None] = {}
+    for t in p.triggers:
+        if t:
+            follow = (
+                word_start(len(t), strict=t[0] in _ESCAPES) + r"(?=[A-Za-z0-9_\-.]{8})" if p.word else ""
+            ) + p.follow
+            needles[_Needle(lower, t.lower() if lower else t, follow)] = None
     return _Rule(p.name, rx, tuple(needles), p.replace, "secret" in rx.groupindex)
 
 
@@ -481,43 +488,49 @@ class Redactor:
                         at.setdefault(other, []).append(p - j)
         return at
 
-    def _matches(self, text: str) -> Iterator[tuple[int, int, int, str, str]]:
-        """(start, end, rule index, replacement, kind) of every secret, unsorted."""
+    def _matches(self, text: str) -> Iterator[tuple[int, int, str, int, str]]:
+        """(start, end, replacement, rule index, kind) of every secret, unsorted."""
         at = self._found_triggers(text) if self._gates else {}
         for index, rule in enumerate(self._rules):
-            if rule.needles:
-                hits = [at[n] for n in rule.needles if n in at]
-                if not hits:
+            if not rule.needles:
+                for m in rule.rx.finditer(text):
+                    hit = _hit(rule, m)
+                    if hit is not None:
+                        yield (*hit, index, rule.name)
+                continue
+            found = [at[n] for n in rule.needles if n in at]
+            if not found:
+                continue
+            starts = found[0] if len(found) == 1 else sorted({p for f in found for p in f})
+            end = 0
+            for i in starts:
+                if i < end:
                     continue
-                starts = hits[0] if len(hits) == 1 else sorted({p for h in hits for p in h})
-                found: Iterator[re.Match[str]] = _anchored(rule.rx, text, starts)
-            else:
-                found = rule.rx.finditer(text)
-            for m in found:
-                start, end = m.span("secret") if rule.grouped else m.span()
-                if start < 0 or start == end or text[start:end] == REDACTED:
-                    continue
-                new = REDACTED if rule.replace is None else rule.replace(m)
-                if new is not None:
-                    yield start, end, index, new, rule.name
+                m = rule.rx.match(text, i)
+                hit = None if m is None else _hit(rule, m)
+                if hit is not None:
+                    end = m.end()  # type: ignore[union-attr]
+                    yield (*hit, index, rule.name)
 
     def _run(self, text: str, found: list[str] | None) -> str:
         if not isinstance(text, str) or not text:
             return text
-        hits = sorted(self._matches(text))
+        hits = sorted(self._matches(text), key=lambda h: (h[0], h[1], h[3]))
         if not hits:
             return text
+        # overlapping secrets make one region, of the earliest rule's kind
         regions: list[list[Any]] = []  # [start, end, rule index, replacement, kind]
-        for start, end, index, new, name in hits:
+        for start, end, new, index, name in hits:
             last = regions[-1] if regions else None
-            if last is not None and start < last[1]:  # overlaps: one region, the earliest rule's kind
-                if (start, end) != (last[0], last[1]):
-                    last[3] = REDACTED
-                last[1] = max(last[1], end)
+            if last is None or start >= last[1]:
+                regions.append([start, end, index, new, name])
+            elif (start, end) == (last[0], last[1]):
+                if index < last[2]:
+                    last[2:] = [index, new, name]
+            else:
+                last[1], last[3] = max(last[1], end), REDACTED
                 if index < last[2]:
                     last[2], last[4] = index, name
-            else:
-                regions.append([start, end, index, new, name])
         parts: list[str] = []
         pos = 0
         for start, end, _, new, name in regions:
@@ -529,12 +542,10 @@ class Redactor:
         return "".join(parts)
 
 
-def _anchored(rx: re.Pattern[str], text: str, starts: list[int]) -> Iterator[re.Match[str]]:
-    end = 0
-    for i in starts:
-        if i < end:
-            continue
-        m = rx.match(text, i)
-        if m is not None and m.end() > i:
-            end = m.end()
-            yield m
+def _hit(rule: _Rule, m: re.Match[str]) -> tuple[int, int, str] | None:
+    """(start, end, replacement) of the secret in a match, or None when there is nothing to do."""
+    start, end = m.span("secret") if rule.grouped else m.span()
+    if start < 0 or start == end or m.string[start:end] == REDACTED:
+        return None
+    new = REDACTED if rule.replace is None else rule.replace(m)
+    return None if new is None else (start, end, new)

@@ -30,6 +30,15 @@ def _function(tool: dict[str, Any]) -> dict[str, Any]:
     return {"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}
 
 
+def _sampling(body: dict[str, Any], params: Params, max_key: str) -> dict[str, Any]:
+    """The sampling parameters, under the name each API gives the output cap."""
+    if params.max_tokens is not None:
+        body[max_key] = params.max_tokens
+    if params.temperature is not None:
+        body["temperature"] = params.temperature
+    return body
+
+
 def build_chat(context: Context, exchanges: list[Exchange], params: Params) -> dict[str, Any]:
     body: dict[str, Any] = {"model": params.model}
     messages: list[dict[str, Any]] = []
@@ -42,11 +51,7 @@ def build_chat(context: Context, exchanges: list[Exchange], params: Params) -> d
     body["messages"] = messages
     if context.tools:
         body["tools"] = [{"type": "function", "function": _function(t)} for t in context.tools]
-    if params.max_tokens is not None:
-        body["max_completion_tokens"] = params.max_tokens
-    if params.temperature is not None:
-        body["temperature"] = params.temperature
-    return body
+    return _sampling(body, params, "max_completion_tokens")
 
 
 def _chat_exchange(e: Exchange) -> list[dict[str, Any]]:
@@ -76,11 +81,7 @@ def build_responses(context: Context, exchanges: list[Exchange], params: Params)
     body["input"] = items
     if context.tools:
         body["tools"] = [{"type": "function", **_function(t), "strict": False} for t in context.tools]
-    if params.max_tokens is not None:
-        body["max_output_tokens"] = params.max_tokens
-    if params.temperature is not None:
-        body["temperature"] = params.temperature
-    return body
+    return _sampling(body, params, "max_output_tokens")
 
 
 def _responses_exchange(e: Exchange) -> list[dict[str, Any]]:
