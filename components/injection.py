@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import codecs
 import html
 import re
@@ -102,9 +103,105 @@ _LIVE, _CODE, _QUOTE, _HIDDEN = 0, 1, 2, 3
 _MAX_DEPTH = 2  # decoded text is scanned again, and what it decodes to, no further
 
 
-def _rx(*parts: str) -> re.Pattern[str]:
-    """One pattern from alternatives; matched against lower-cased text, so no IGNORECASE."""
-    return re.compile("|".join(f"(?:{p})" for p in parts))
+class _Rule:
+    """Alternative patterns matched against lower-cased text (so no IGNORECASE).
+
+    The regex engine tries every alternative of an alternation at every position of the text,
+    but jumps straight to the next occurrence of a literal prefix. So for long texts each rule
+    is split into alternatives that start with a literal (a leading ``\\b`` is checked in Python
+    instead), and ``finditer`` runs them one after the other: about a millisecond per 2 MB each.
+    Short texts use the single combined pattern.
+    """
+
+    __slots__ = ("alternatives", "pattern")
+
+    def __init__(self, *parts: str) -> None:
+        self.pattern = re.compile("|".join(f"(?:{p})" for p in parts))
+        self.alternatives = [(re.compile(a), wb) for p in parts for a, wb in _literal_led(p)]
+
+    def finditer(self, s: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
+        end = len(s) if endpos is None else endpos
+        if end - pos <= 4096:
+            yield from self.pattern.finditer(s, pos, end)
+            return
+        for rx, wb in self.alternatives:
+            for m in rx.finditer(s, pos, end):
+                if not (wb and m.start() and _is_word(s[m.start() - 1])):
+                    yield m
+
+    def search(self, s: str, pos: int = 0, endpos: int | None = None) -> re.Match[str] | None:
+        """A match (not necessarily the leftmost), or None."""
+        return next(self.finditer(s, pos, endpos), None)
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _split_top(p: str) -> list[str]:
+    """The top-level alternatives of pattern ``p``."""
+    out, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 2 if p.startswith("[^]", i) or p.startswith("[]", i) else 0
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(p[start:i])
+            start = i + 1
+        i += 1
+    out.append(p[start:])
+    return out
+
+
+def _group_end(p: str) -> int:
+    """Index of the parenthesis closing the group that opens ``p``."""
+    depth, in_class, i = 0, False, 0
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError(f"unbalanced pattern: {p!r}")
+
+
+def _literal_led(p: str) -> list[tuple[str, bool]]:
+    """``p`` as alternatives that each start with a literal, with whether a word boundary must precede."""
+    out: list[tuple[str, bool]] = []
+    for alt in _split_top(p):
+        wb = alt.startswith(r"\b")
+        body = alt[2:] if wb else alt
+        if body.startswith("(?:"):
+            end = _group_end(body)
+            if end + 1 == len(body) or body[end + 1] not in "?*+{":
+                for inner in _split_top(body[3:end]):
+                    out += [(a, wb or w) for a, w in _literal_led(inner + body[end + 1 :])]
+                continue
+        out.append((body, wb))
+    return out
+
+
+_rx = _Rule
 
 
 # ------------------------------------------------------------------------------------------
@@ -204,7 +301,7 @@ _YOU_ARE_NOW = _rx(
     r"\b(?:pretend|imagine)\s+(?:that\s+)?(?:you\s+are|to\s+be|you're)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?"
     r"(?:ai|assistant|model|dan|persona|unrestricted|unfiltered|uncensored|evil)\b",
     r"\bact\s+as\s+(?:an?\s+)?(?:dan|unrestricted|unfiltered|uncensored|jailbroken|evil)\b",
-    r"\b(?:an?\s+)?(?:ai|assistant|model|chatbot|llm|persona)\s+(?:with\s+no|without\s+(?:any\s+)?)"
+    r"\b(?:ai|assistant|model|chatbot|llm|persona)\s+(?:with\s+no|without\s+(?:any\s+)?)"
     r"(?:content\s+)?(?:restrictions|rules|limits|limitations|filters|guidelines|censorship)",
     r"\b(?:do\s+anything\s+now|dan\s+mode|jailbreak\s+mode|god\s+mode)\b",
     r"\b(?:enable|enabled|activate|activated|enter|entering|switch\s+to)\s+developer\s+mode\b[^.\n]{0,80}?"
@@ -242,11 +339,9 @@ _YOU_ARE_NOW = _rx(
     r"(?:規則|ルール|制限)に縛られ(?:ていません|ない))",
     r"開発者モード[^。\n]{0,40}(?:フィルター|制限|安全|ルール)",
 )
-# "You are now DAN," / "You are now "Root"": a name given to the model (case-sensitive, on the
-# normalised text).
-_YOU_ARE_NOW_NAME = re.compile(
-    r"\b[Yy]ou\s+are\s+now\s+(?:[\"“'][^\"”'\n]{1,30}[\"”']|[A-Z]{2,}\b|[A-Z][a-z]+(?=[,.!:;]))"
-)
+# After "you are now": a name given to the model ("DAN,", "Root.", "\"Root\""), read case-sensitively.
+_NAME_AFTER = re.compile(r"\s+(?:[\"“'][^\"”'\n]{1,30}[\"”']|[A-Z]{2,}\b|[A-Z][a-z]+(?=[,.!:;]))")
+_YOU_ARE_NOW_BARE = _rx(r"\byou\s+are\s+now\b")
 
 _NEW_INSTRUCTIONS = _rx(
     r"\b(?:new|updated|revised|real|actual|true)\s+(?:instructions|rules|system\s+prompt|directives?|orders)"
@@ -279,7 +374,7 @@ _OVERRIDE = _rx(
     r"einschränkungen|filter|richtlinien|schutzmaßnahmen)",
     r"\b(?:sicherheits\w+|einschränkungen|filter)\s+(?:zu\s+)?(?:umgehen|deaktivieren|aufheben|außer\s+kraft)",
     r"(?:обойди|обойти|отключи|отключить|сними|снять)\s+(?:все\s+)?(?:ограничени\w*|фильтр\w*|защит\w*)",
-    r"(?:安全|セキュリティ)?(?:上の)?(?:制限|フィルター|ルール|制約|ガードレール)を(?:回避|解除|無効|迂回)",
+    r"(?:制限|フィルター|ルール|制約|ガードレール)を(?:回避|解除|無効|迂回)",
 )
 
 _SYSTEM_PROMPT = _rx(
@@ -398,12 +493,16 @@ _TOKEN_NAMES = {
     "</s>": "</s>",
     "<s>": "</s>",
 }
-_TOKEN = re.compile(
-    r"<\|im_(?:start|end|sep)\|>|\[/?inst\]|<</?sys>>|</?s>|"
+_TOKEN = _rx(
+    r"<\|im_(?:start|end|sep)\|>",
+    r"\[/?inst\]",
+    r"<</?sys>>",
+    r"</?s>",
     r"<\|(?:begin_of_text|end_of_text|start_header_id|end_header_id|eot_id|eom_id|python_tag|endoftext|"
     r"system|user|assistant|end|start|channel|message|return|call|constrain|tool_call|"
-    r"(?:begin|end)[▁_ ]of[▁_ ]sentence)\|>|<(?:start|end)_of_turn>|"
-    r"\[/?(?:system_prompt|available_tools|tool_calls|tool_results)\]"
+    r"(?:begin|end)[▁_ ]of[▁_ ]sentence)\|>",
+    r"<(?:start|end)_of_turn>",
+    r"\[/?(?:system_prompt|available_tools|tool_calls|tool_results)\]",
 )
 _ROLE_AFTER_TOKEN = re.compile(r"[ \t]*\n?[ \t]*(?:system|user|assistant|developer|model|tool|ipython|human)\b")
 
@@ -416,7 +515,7 @@ _ROLE_WORDS = (
     r"ユーザー|system-?prompt|prompt\s+del\s+sistema|prompt\s+système|системный\s+промпт"
 )
 _ROLE_LABEL = re.compile(
-    rf"^[ \t]{{0,3}}(?:(?P<h>#{{1,6}})[ \t]*(?P<hr>{_ROLE_WORDS})[ \t]*:?[ \t]*$"
+    rf"\n[ \t]{{0,3}}(?:(?P<h>#{{1,6}})[ \t]*(?P<hr>{_ROLE_WORDS})[ \t]*:?[ \t]*$"
     rf"|<(?P<tr>{_ROLE_WORDS})>[ \t]*$"
     rf"|\[(?P<br>{_ROLE_WORDS})\](?:\(#[^)\n]*\))?[ \t]*(?::[ \t]*)?(?=\S|$)"
     rf"|(?:\*\*|__)?(?P<cr>{_ROLE_WORDS})[ \t]*(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)?)(?=[ \t]*\S))",
@@ -433,17 +532,18 @@ _PRIVILEGED_ROLE = re.compile(
 _SYSTEM_PROMPT_ROLE = re.compile(r"prompt|промпт|系统提示|システムプロンプト")
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_MD_COMMENT = re.compile(r"^\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
+_MD_COMMENT = re.compile(r"\n\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
 _HIDDEN_ELEMENT = re.compile(
     r"<(\w+)\b[^>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt)?\s*[;\"']|"
     r"opacity\s*:\s*0(?:\.0+)?\s*[;\"']|\shidden(?:\s|>|=))[^>]*>(.*?)</\1\s*>",
     re.DOTALL,
 )
 
-_TOOL_MARKUP = re.compile(
-    r"<tool_call>|<function_calls?>|<invoke\s+name=|<\|tool_call\|>|\[tool_calls\]|<\|python_tag\|>|"
-    r"\"tool_calls\"\s*:|\{\s*\"(?:name|tool|tool_name|function|recipient_name)\"\s*:\s*\"[^\"\n]{1,80}\"\s*,\s*"
-    r"\"(?:arguments|parameters|args|input|tool_input|params)\"\s*:"
+_TOOL_MARKUP = _rx(
+    r"<tool_call>|<function_calls?>|<invoke\s+name=|<\|tool_call\|>|\[tool_calls\]|<\|python_tag\|>",
+    r"\"tool_calls\"\s*:",
+    r"\{\s*\"(?:name|tool|tool_name|function|recipient_name)\"\s*:\s*\"[^\"\n]{1,80}\"\s*,\s*"
+    r"\"(?:arguments|parameters|args|input|tool_input|params)\"\s*:",
 )
 _DESTRUCTIVE_COMMANDS = (
     r"\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\s+(?:--no-preserve-root\s+)?(?:/\*?|~/?\*?|\$home/?|\*|"
@@ -460,9 +560,12 @@ _DANGER_STEM = (
     r"borrar|eliminar|destruir|supprimer|effacer|détruire|löschen|loeschen|entfernen|zerstören|удал|очист|"
     r"уничтож|删除|清空|销毁|削除|消去)"
 )
-_TOOL_CALL_DIRECTIVE = _rx(
-    rf"\b(?P<verb>call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?"
+# English: "call the delete_all tool" (an order: see _IMPERATIVE_BEFORE), "delete all ... using the X tool"
+_TOOL_CALL_EN = _rx(
+    rf"\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?"
     r"(?:\s+(?:tool|function|command|action|endpoint|api)\b|\s*\(\)|\s+(?:with|using)\s*[{(])",
+)
+_TOOL_CALL_DIRECTIVE = _rx(
     r"\b(?:delete|remove|wipe|destroy|erase|purge)\s+(?:all|every)\b[^.\n]{0,60}?\b(?:using|with|via|through)\s+"
     r"(?:the\s+)?[\w-]+\s+(?:tool|function|api)\b",
     rf"(?:调用|使用|执行|运行|触发)\s*[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:工具|函数|命令|接口)",
@@ -474,7 +577,7 @@ _TOOL_CALL_DIRECTIVE = _rx(
     rf"[`'\"]?[\w.-]*{_DANGER_STEM}",
     rf"(?:вызови|вызовите|используй|используйте|запусти|запустите|выполни|выполните)\s+(?:инструмент|функцию|"
     rf"команду)\s+[`'\"]?[\w.-]*{_DANGER_STEM}",
-    rf"[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:ツール|関数|コマンド)を[^。\n]{{0,40}}(?:呼び出|実行|使)",
+    rf"{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:ツール|関数|コマンド)を[^。\n]{{0,40}}(?:呼び出|実行|使)",
 )
 # An English call verb counts when it is an order: at the start of a clause, or after one of these.
 _IMPERATIVE_BEFORE = re.compile(
@@ -485,7 +588,7 @@ _IMPERATIVE_BEFORE = re.compile(
 # ------------------------------------------------------------------------------------------
 # Exfiltration
 
-_URL = re.compile(r"https?://[^\s)<>\]\"'`]+")
+_URL = re.compile(r"https?://[^\s)<>\]\"'`]+(?<![.,;:!?])")
 _EMAIL_AT = re.compile(r"@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b")
 _SEND = _rx(
     r"\b(?:send|sends|post|posting|upload|forward|transmit|exfiltrate|e-?mail|mail|share|paste|leak|submit|deliver|"
@@ -511,9 +614,11 @@ _SECRET = _rx(
     r"キー|パスワード|認証情報|トークン|環境変数|会話",
 )
 _NEGATED_SEND = re.compile(r"\b(?:never|don't|do\s+not|no|not)\s+(?:\w+\s+)?$")
-_SENSITIVE_PATH = re.compile(
-    r"~/\.ssh/(?![\w.-]*\.pub\b)[\w.-]+|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)|(?:~/)?\.aws/credentials|"
-    r"~/\.config/gh/hosts\.yml|~/\.netrc|~/\.git-credentials|/etc/shadow|~/\.kube/config|~/\.docker/config\.json"
+_SENSITIVE_PATH = _rx(
+    r"~/\.ssh/(?![\w.-]*\.pub\b)[\w.-]+",
+    r"\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)",
+    r"\.aws/credentials",
+    r"~/\.config/gh/hosts\.yml|~/\.netrc|~/\.git-credentials|/etc/shadow|~/\.kube/config|~/\.docker/config\.json",
 )
 _DISCLOSE = _rx(
     r"\b(?:include|paste|post|print|output|show|reveal|display|dump|echo|cat|send|upload|share|comment|attach|"
@@ -532,7 +637,8 @@ _SECRET_SOURCE = re.compile(
     r"\bcat\s+[^\n|;]*(?:\.env\b|id_rsa|id_ed25519|credentials|\.netrc|\.pypirc|\.npmrc|/etc/(?:passwd|shadow))",
     re.MULTILINE,
 )
-_LINK = re.compile(r"!?\[[^\]\n]{0,200}\]\((https?://[^)\n]{1,600})\)|<img\b[^>]*?\bsrc\s*=\s*[\"']?(https?://[^\"'\s>]+)")
+_LINK = re.compile(r"\]\((https?://[^)\n]{1,600})\)")  # markdown links and images
+_IMG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']?(https?://[^\"'\s>]+)")
 _PLACEHOLDER = re.compile(r"\{[^}\s]{0,40}\}|\$\{?\w+|<[^>]{1,80}>|%s|\[[A-Z_]{3,}\]")
 _CAPS_VALUE = re.compile(r"=([A-Z][A-Z_]{2,})(?=&|$|#)")
 _REPLACE = _rx(
@@ -557,15 +663,15 @@ _DECODE_CUE = _rx(
     r"(?:расшифру|декодиру|раскодиру)\w*[^.\n]{0,80}?(?:выполни|следуй|исполни)",
     r"デコードして[^。\n]{0,40}(?:従|実行)",
 )
-_B64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])|(?:\\x[0-9A-Fa-f]{2}){6,}")
-_B32 = re.compile(r"(?<![A-Z2-7])[A-Z2-7]{16,}={0,6}(?![A-Z2-7=])")
-_PCT = re.compile(r"(?:%[0-9A-Fa-f]{2}[\w.~-]{0,3}){6,}")
-_ENTITIES = re.compile(r"(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){4,}")
-_UESC = re.compile(r"(?:\\u[0-9A-Fa-f]{4}){4,}")
+# Runs that may be base64 (standard or URL-safe), base32 or hex; each is tried in turn.
+_RUN = re.compile(r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{16,}={0,6})(?![A-Za-z0-9+/_=-])")
+_HEX_ESC = re.compile(r"\\x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5,}")
+_PCT = re.compile(r"%[0-9A-Fa-f]{2}(?:[\w.~-]{0,3}%[0-9A-Fa-f]{2}){5,}")
+_ENTITIES = re.compile(r"&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){3,}")
+_UESC = re.compile(r"\\u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4}){3,}")
 _KEYWORDS = ("ignore", "disregard", "instructions", "previous", "system prompt", "reveal", "password", "api key")
-_ROT13_HINT = re.compile("|".join(codecs.encode(w, "rot13") for w in _KEYWORDS))
-_REVERSED_HINT = re.compile("|".join(w[::-1] for w in _KEYWORDS))
+_ROT13_HINT = _rx(*(codecs.encode(w, "rot13") for w in _KEYWORDS))
+_REVERSED_HINT = _rx(*(w[::-1] for w in _KEYWORDS))
 
 # ------------------------------------------------------------------------------------------
 # Invisible characters
@@ -580,7 +686,6 @@ _IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "´": "'"})
 
 
 def _in(cp: int, ranges: tuple[tuple[int, int], ...]) -> bool:
@@ -649,53 +754,73 @@ class _Doc:
             return "high"
         return "quoted" if self.mask[pos] in (_CODE, _QUOTE) else "high"
 
-    def excerpt(self, start: int, end: int, limit: int = 80) -> str:
-        return _show(self.norm[start : min(end, start + limit + 40)], limit)
+    def hit(self, name: str, start: int, end: int, limit: int = 80) -> _Hit:
+        return _Hit(name, start, _show(self.norm[start : min(end, start + limit + 40)], limit), self.severity(start))
+
+
+def _normalise(text: str) -> str:
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = _IGNORABLE.sub("", text)
+        for a in "’‘ʼ´":
+            text = text.replace(a, "'")
+    return text
 
 
 def _lower(s: str) -> str:
     low = s.lower()
     if len(low) == len(s):
         return low
-    return "".join(c if len(c.lower()) != 1 else c.lower() for c in s)
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in s)  # keep offsets (e.g. "İ")
+
+
+_FENCE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
+_SPAN = re.compile(r"``(?:[^`]|`(?!`)){1,2000}?``|`[^`\n]{1,2000}`")
+_BLOCKQUOTE = re.compile(r"\n[ \t]{0,3}>[^\n]*")
+_QUOTATION = re.compile(
+    r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|「[^」]{1,400}?」|『[^』]{1,400}?』"
+)
+
+
+def _mark(mask: bytearray, a: int, b: int, region: int) -> None:
+    mask[a:b] = bytes([region]) * (b - a)
 
 
 def _mask(low: str) -> bytearray:
+    """Live prose, code, quotes and hidden parts of a markdown text (offsets of ``low``)."""
     mask = bytearray(len(low))
-    # fenced code blocks
-    fence = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+    text = "\n" + low  # so that the first line starts after a newline too; offsets are one off
     pos = 0
-    while m := fence.search(low, pos):
+    while m := _FENCE.search(text, pos):
         mark = m.group(1)
-        close = re.compile(rf"^[ \t]{{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$", re.MULTILINE)
-        c = close.search(low, m.end())
-        end = c.end() if c else len(low)
-        mask[m.start() : end] = bytes([_CODE]) * (end - m.start())
+        close = re.compile(rf"\n[ \t]{{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*(?=\n|$)")
+        c = close.search(text, m.end())
+        end = c.end() if c else len(text)
+        _mark(mask, m.start(), end - 1, _CODE)  # from the fence's line start (text offset - 1 + 1)
         pos = end
-    # hidden parts (outside code)
-    for rx in (_COMMENT, _MD_COMMENT, _HIDDEN_ELEMENT):
+    for rx in (_COMMENT, _HIDDEN_ELEMENT):
         for m in rx.finditer(low):
             if mask[m.start()] == _LIVE:
-                mask[m.start() : m.end()] = bytes([_HIDDEN]) * (m.end() - m.start())
-    # code spans
-    for m in re.finditer(r"(?<!`)(`+)(?!`)((?:[^`\n]|\n(?![ \t]*\n)|`(?!\1))+?)(?<!`)\1(?!`)", low):
+                _mark(mask, m.start(), m.end(), _HIDDEN)
+    for m in _MD_COMMENT.finditer(text):
         if mask[m.start()] == _LIVE:
-            mask[m.start() : m.end()] = bytes([_CODE]) * (m.end() - m.start())
-    # blockquotes and quotation marks
-    for m in re.finditer(r"^[ \t]{0,3}>[^\n]*", low, re.MULTILINE):
+            _mark(mask, m.start(), m.end() - 1, _HIDDEN)
+    for m in _SPAN.finditer(low):
         if mask[m.start()] == _LIVE:
-            mask[m.start() : m.end()] = bytes([_QUOTE]) * (m.end() - m.start())
-    quotes = re.compile(r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|"
-                        r"「[^」]{1,400}?」|『[^』]{1,400}?』")  # fmt: skip
-    for m in quotes.finditer(low):
+            _mark(mask, m.start(), m.end(), _CODE)
+    for m in _BLOCKQUOTE.finditer(text):
+        if mask[m.start()] == _LIVE:
+            _mark(mask, m.start(), m.end() - 1, _QUOTE)
+    for m in _QUOTATION.finditer(low):
         if mask[m.start()] == _LIVE and mask[m.end() - 1] == _LIVE:
-            mask[m.start() : m.end()] = bytes([_QUOTE]) * (m.end() - m.start())
+            _mark(mask, m.start(), m.end(), _QUOTE)
     return mask
 
 
 def _framed(low: str, mask: bytearray) -> bool:
-    score = 0
-    seen: set[str] = set()
+    """Whether the live prose is about security (so quotes in it are examples)."""
+    score, seen = 0, set()
     for rx, weight in ((_SECURITY_STRONG, 2), (_SECURITY_WEAK, 1)):
         for m in rx.finditer(low):
             word = m.group()
@@ -707,23 +832,23 @@ def _framed(low: str, mask: bytearray) -> bool:
     return False
 
 
-def _sentence(low: str, pos: int, end: int | None = None) -> tuple[int, int]:
-    """The sentence around ``low[pos:end]``: soft-wrapped lines are joined, list items, headings and
-    blank lines split."""
-    end = pos if end is None else end
-    lo = max(0, pos - 400)
-    before = low[lo:pos]
-    cut = 0
-    for m in re.finditer(r"[.!?。!?](?=\s)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))", before):
+_SENTENCE_BREAK = re.compile(r"[.!?。](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))")
+
+
+def _sentence(low: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence around ``low[start:end]``: soft-wrapped lines joined; list items, headings,
+    fences and blank lines split."""
+    lo = max(0, start - 400)
+    cut = lo
+    for m in _SENTENCE_BREAK.finditer(low, lo, start):
         cut = m.end()
-    hi = min(len(low), end + 400)
-    m = re.compile(r"[.!?。!?](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))").search(low, end, hi)
-    return lo + cut, (m.end() if m else hi)
+    m = _SENTENCE_BREAK.search(low, end, min(len(low), end + 400))
+    return cut, (m.end() if m else min(len(low), end + 400))
 
 
 def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
-    low, norm = doc.low, doc.norm
-    for name, rx in (
+    low = doc.low
+    for name, rule in (
         ("ignore previous instructions", _IGNORE),
         ("forget everything", _FORGET),
         ("you are now", _YOU_ARE_NOW),
@@ -732,40 +857,46 @@ def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
         ("system prompt", _SYSTEM_PROMPT),
         ("conceal from user", _CONCEAL),
     ):
-        for m in rx.finditer(low):
-            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
-    for m in _YOU_ARE_NOW_NAME.finditer(norm):
-        hits.append(_Hit("you are now", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+        hits.extend(doc.hit(name, m.start(), m.end()) for m in rule.finditer(low))
+    for m in _YOU_ARE_NOW_BARE.finditer(low):
+        if n := _NAME_AFTER.match(doc.norm, m.end()):
+            hits.append(doc.hit("you are now", m.start(), n.end()))
 
 
 def _tokens(doc: _Doc, hits: list[_Hit]) -> None:
     low, mask = doc.low, doc.mask
-    found = [m for m in _TOKEN.finditer(low) if mask[m.start()] != _CODE]
-    for i, m in enumerate(found):
-        tok = m.group()
+    found = sorted((m.start(), m.end(), m.group()) for m in _TOKEN.finditer(low) if mask[m.start()] != _CODE)
+    for i, (a, b, tok) in enumerate(found):
         if tok == "<s>":
             continue
-        line_start = low.rfind("\n", 0, m.start()) + 1
+        line_start = low.rfind("\n", 0, a) + 1
         structural = (
-            not low[line_start : m.start()].strip(" \t>")
-            or _ROLE_AFTER_TOKEN.match(low, m.end()) is not None
-            or (i > 0 and not low[found[i - 1].end() : m.start()].strip())
-            or (i + 1 < len(found) and not low[m.end() : found[i + 1].start()].strip())
+            not low[line_start:a].strip(" \t>")
+            or _ROLE_AFTER_TOKEN.match(low, b) is not None
+            or (i > 0 and not low[found[i - 1][1] : a].strip())
+            or (i + 1 < len(found) and not low[b : found[i + 1][0]].strip())
         )
         if structural:
-            name = _TOKEN_NAMES.get(tok, "chat template token")
-            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), m.end() + 60), doc.severity(m.start())))
+            hits.append(doc.hit(_TOKEN_NAMES.get(tok, "chat template token"), a, b + 60))
+
+
+def _any_in(sorted_positions: list[int], a: int, b: int) -> bool:
+    i = bisect.bisect_left(sorted_positions, a)
+    return i < len(sorted_positions) and sorted_positions[i] < b
 
 
 def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
+    """Role labels at the start of a line ("System:", "### Assistant", "<system>") followed by orders."""
     low, mask = doc.low, doc.mask
-    for m in _ROLE_LABEL.finditer(low):
-        if mask[m.start()] == _CODE:
+    text = "\n" + low  # offsets one to the right of low's
+    for m in _ROLE_LABEL.finditer(text):
+        label = m.start()  # = offset in low of the line start
+        if mask[label] == _CODE:
             continue
         role = next(g for g in (m.group("hr"), m.group("tr"), m.group("br"), m.group("cr")) if g)
-        nl = low.find("\n", m.end())
+        start = m.end() - 1
+        nl = low.find("\n", start)
         nl = len(low) if nl < 0 else nl
-        start = m.end()
         if not low[start:nl].strip():  # label alone on its line: the content is the next paragraph
             start = nl
             while start < len(low) and low[start] in " \t\n":
@@ -774,165 +905,93 @@ def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
         end = e.start() if e else min(len(low), start + 600)
         if end <= start:
             continue
-        has_strong = any(start <= p < end for p in strong)
         privileged = _PRIVILEGED_ROLE.search(role) is not None
-        if has_strong or (privileged and _DIRECTIVE_WEAK.search(low, start, end)):
+        if _any_in(strong, start, end) or (privileged and _DIRECTIVE_WEAK.search(low, start, end)):
             name = "system prompt" if _SYSTEM_PROMPT_ROLE.search(role) else "fake role turn"
-            hits.append(_Hit(name, m.start(), doc.excerpt(m.start(), end), doc.severity(m.start())))
+            hits.append(doc.hit(name, label, end))
 
 
 def _hidden_parts(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
+    """Comments and invisible elements that speak to the model, ask for secrecy or hold an order."""
     low, mask = doc.low, doc.mask
-    for rx, name in ((_COMMENT, "hidden HTML comment"), (_MD_COMMENT, "hidden HTML comment"),
-                     (_HIDDEN_ELEMENT, "hidden HTML element")):  # fmt: skip
-        for m in rx.finditer(low):
-            a, b = m.span()
-            if mask[a] != _HIDDEN:
-                continue
-            if (
-                any(a <= p < b for p in strong)
-                or _COVERT.search(low, a, b)
-                or _AI_ADDRESS.search(low, a, b)
-            ):
-                hits.append(_Hit(name, a, doc.excerpt(a, b), "high", "HTML comment" if "comment" in name else "HTML"))
+    parts = [(m.start(), m.end(), "hidden HTML comment") for m in _COMMENT.finditer(low)]
+    parts += [(m.start(), m.end() - 1, "hidden HTML comment") for m in _MD_COMMENT.finditer("\n" + low)]
+    parts += [(m.start(), m.end(), "hidden HTML element") for m in _HIDDEN_ELEMENT.finditer(low)]
+    for a, b, name in parts:
+        if mask[a] == _HIDDEN and (_any_in(strong, a, b) or _COVERT.search(low, a, b) or _AI_ADDRESS.search(low, a, b)):
+            h = doc.hit(name, a, b)
+            h.severity, h.via = "high", name.removeprefix("hidden ")
+            hits.append(h)
 
 
 def _tool_bait(doc: _Doc, hits: list[_Hit]) -> None:
     low, mask = doc.low, doc.mask
     for m in _TOOL_MARKUP.finditer(low):
         a = m.start()
-        if mask[a] == _CODE:
-            window = low[a : a + 400]
-            if not _DESTRUCTIVE.search(window):
-                continue
-        hits.append(_Hit("tool-call bait", a, doc.excerpt(a, a + 120), doc.severity(a)))
-    for m in _DESTRUCTIVE_SHELL.finditer(low):
-        hits.append(_Hit("tool-call bait", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
-    for m in _TOOL_CALL_DIRECTIVE.finditer(low):
-        verb = m.group("verb")
-        if verb is not None:
-            line_start = max(low.rfind("\n", 0, m.start()), m.start() - 80, 0)
-            if not _IMPERATIVE_BEFORE.search(low[line_start : m.start()]):
-                continue
-        hits.append(_Hit("tool-call bait", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
+        if mask[a] != _CODE or _DESTRUCTIVE.search(low, a, a + 400):
+            hits.append(doc.hit("tool-call bait", a, a + 120))
+    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in _DESTRUCTIVE_SHELL.finditer(low))
+    for m in _TOOL_CALL_EN.finditer(low):
+        before = max(low.rfind("\n", 0, m.start()), m.start() - 80, 0)
+        if _IMPERATIVE_BEFORE.search(low, before, m.start()):
+            hits.append(doc.hit("tool-call bait", m.start(), m.end()))
+    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in _TOOL_CALL_DIRECTIVE.finditer(low))
 
 
 def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     low, norm = doc.low, doc.norm
     seen: set[int] = set()
 
-    def add(pos: int, end: int) -> None:
-        a, b = _sentence(low, pos, end)
+    def add(start: int, end: int) -> None:
+        a, b = _sentence(low, start, end)
         if a not in seen:
             seen.add(a)
-            hits.append(_Hit("exfiltration", pos, doc.excerpt(a, b, 100), doc.severity(pos)))
+            hits.append(doc.hit("exfiltration", a, b, 100))
+            hits[-1].severity = doc.severity(start)
 
     # secrets piped to a network client: `env | curl ...`, `curl -d "$(cat ~/.aws/credentials)" ...`
     for m in _PIPE_OUT.finditer(low):
         ls = low.rfind("\n", 0, m.start()) + 1
         le = low.find("\n", m.end())
-        le = len(low) if le < 0 else le
-        if _SECRET_SOURCE.search(low, ls, le):
+        if _SECRET_SOURCE.search(low, ls, len(low) if le < 0 else le):
             add(m.start(), m.end())
     # an order to send secrets to a URL or an e-mail address
     dests = [m.span() for m in _URL.finditer(low)]
-    dests += [m.span() for m in _EMAIL_AT.finditer(low) if m.start() and re.match(r"[\w.+-]", low[m.start() - 1])]
+    dests += [m.span() for m in _EMAIL_AT.finditer(low) if m.start() and _is_word(low[m.start() - 1])]
     for ds, de in dests:
         a, b = _sentence(low, ds, de)
         v = _SEND.search(low, a, b)
-        if v and _SECRET.search(low, a, b) and not _NEGATED_SEND.search(low[max(a, v.start() - 20) : v.start()]):
+        if v and _SECRET.search(low, a, b) and not _NEGATED_SEND.search(low, max(a, v.start() - 20), v.start()):
             add(ds, de)
     # secret files read out
     for m in _SENSITIVE_PATH.finditer(low):
         a, b = _sentence(low, m.start(), m.end())
         if _DISCLOSE.search(low, a, b):
             add(m.start(), m.end())
-    # images and links that carry data out in their URL
-    for m in _LINK.finditer(norm):
-        url = m.group(1) or m.group(2)
-        query = url.split("?", 1)[1] if "?" in url else ""
+    # images and links that carry data out in their URL: a placeholder in the query, or a
+    # CAPITALS value that the text says to replace
+    for m in (*_LINK.finditer(norm), *_IMG.finditer(norm)):
+        query = m.group(1).partition("?")[2]
         if not query:
             continue
         if _PLACEHOLDER.search(query):
             add(m.start(), m.end())
             continue
         for c in _CAPS_VALUE.finditer(query):
-            word = c.group(1)
-            rest = norm[: m.start()] + norm[m.end() :]
-            for w in re.finditer(rf"\b{re.escape(word)}\b", rest):
-                a, b = _sentence(rest.lower(), w.start(), w.end())
-                if _REPLACE.search(rest.lower(), a, b):
+            for w in re.finditer(rf"{re.escape(c.group(1))}(?![A-Za-z0-9_])", norm):
+                if m.start() <= w.start() < m.end() or (w.start() and _is_word(norm[w.start() - 1])):
+                    continue
+                a, b = _sentence(low, w.start(), w.end())
+                if _REPLACE.search(low, a, b):
                     add(m.start(), m.end())
                     break
 
 
-def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
-    norm, low = doc.norm, doc.low
-    for m in _DECODE_CUE.finditer(low):
-        hits.append(_Hit("encoded instruction", m.start(), doc.excerpt(m.start(), m.end()), doc.severity(m.start())))
-    if depth >= _MAX_DEPTH:
-        return
-
-    def rescan(pos: int, decoded: str, via: str) -> None:
-        inner = _scan_clean(decoded, depth + 1)
-        inner = [h for h in inner if h.severity == "high"]
-        if inner:
-            sev = doc.severity(pos)
-            hits.append(_Hit("encoded instruction", pos, _show(decoded), sev, via))
-            hits.extend(_Hit(h.name, pos, h.excerpt, sev, via) for h in inner)
-
-    for m in _B64.finditer(norm):
-        s = m.group()
-        if not (re.search(r"[a-z]", s) and re.search(r"[A-Z]", s) and re.search(r"[0-9+/=_-]", s)):
-            continue
-        t = _b64_text(s)
-        if t:
-            rescan(m.start(), t, "base64")
-    for m in _B32.finditer(norm):
-        if re.search(r"[2-7]", m.group()):
-            t = _bytes_text(_try(lambda s=m.group(): base64.b32decode(s + "=" * (-len(s) % 8))))
-            if t:
-                rescan(m.start(), t, "base32")
-    for m in _HEX.finditer(norm):
-        s = m.group().replace("\\x", "")
-        t = _bytes_text(_try(lambda s=s: bytes.fromhex(s)))
-        if t:
-            rescan(m.start(), t, "hex")
-    for rx, via, fn in (
-        (_PCT, "%-escapes", urllib.parse.unquote),
-        (_ENTITIES, "HTML entities", html.unescape),
-        (_UESC, "\\u escapes", lambda s: s.encode().decode("unicode_escape")),
-    ):
-        for m in rx.finditer(norm):
-            t = _try(lambda m=m, fn=fn: fn(m.group()))
-            if t:
-                rescan(m.start(), t, via)
-    for hint, via, fn in (
-        (_ROT13_HINT, "ROT13", lambda s: codecs.decode(s, "rot13")),
-        (_REVERSED_HINT, "reversed text", lambda s: s[::-1]),
-    ):
-        done: set[int] = set()
-        for m in hint.finditer(low):
-            ls = low.rfind("\n", 0, m.start()) + 1
-            if ls in done:
-                continue
-            done.add(ls)
-            le = low.find("\n", m.end())
-            rescan(ls, fn(norm[ls : len(norm) if le < 0 else le]), via)
-
-
-def _try(fn: Callable[[], object]):  # noqa: ANN202
+def _try(fn: Callable[[], object]) -> object:
     try:
         return fn()
     except (ValueError, binascii.Error, UnicodeError):
         return None
-
-
-def _b64_text(s: str) -> str | None:
-    s = s.rstrip("=")
-    alt = "-_" if ("-" in s or "_" in s) else None
-    raw = _try(lambda: base64.b64decode(s + "=" * (-len(s) % 4), altchars=alt.encode() if alt else None))
-    return _bytes_text(raw)
 
 
 def _bytes_text(raw: object) -> str | None:
@@ -945,44 +1004,124 @@ def _bytes_text(raw: object) -> str | None:
         return None
     if sum(c.isprintable() or c in "\n\t" for c in t) < 0.95 * len(t):
         return None
-    letters = sum(c.isalpha() or c.isspace() for c in t)
-    return t if letters >= 0.6 * len(t) else None
+    return t if sum(c.isalpha() or c.isspace() for c in t) >= 0.6 * len(t) else None
+
+
+def _run_text(run: str) -> tuple[str, str] | None:
+    """A run of base64/base32/hex characters decoded to text, with the encoding's name."""
+    if re.fullmatch(r"(?:[0-9A-Fa-f]{2})+", run):
+        t = _bytes_text(_try(lambda: bytes.fromhex(run)))
+        if t:
+            return t, "hex"
+    if re.fullmatch(r"[A-Z2-7]+=*", run) and re.search(r"[2-7]", run):
+        s = run.rstrip("=")
+        t = _bytes_text(_try(lambda: base64.b32decode(s + "=" * (-len(s) % 8))))
+        if t:
+            return t, "base32"
+    if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run):
+        s = run.rstrip("=")
+        alt = b"-_" if ("-" in s or "_" in s) else None
+        t = _bytes_text(_try(lambda: base64.b64decode(s + "=" * (-len(s) % 4), altchars=alt)))
+        if t:
+            return t, "base64"
+    return None
+
+
+def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
+    """Orders to decode and follow; encoded runs whose decoded text holds findings."""
+    norm, low = doc.norm, doc.low
+    hits.extend(doc.hit("encoded instruction", m.start(), m.end()) for m in _DECODE_CUE.finditer(low))
+    if depth >= _MAX_DEPTH:
+        return
+
+    def rescan(pos: int, decoded: str, via: str) -> None:
+        inner = [h for h in _scan_clean(decoded, depth + 1) if h.severity == "high"]
+        if inner:
+            sev = doc.severity(pos)
+            hits.append(_Hit("encoded instruction", pos, _show(decoded), sev, via))
+            hits.extend(_Hit(h.name, pos, h.excerpt, sev, via) for h in inner)
+
+    for m in _RUN.finditer(norm):
+        if got := _run_text(m.group(1)):
+            rescan(m.start(1), *got)
+    for rx, via, fn in (
+        (_HEX_ESC, "hex", lambda s: _bytes_text(_try(lambda: bytes.fromhex(s.replace("\\x", ""))))),
+        (_PCT, "%-escapes", urllib.parse.unquote),
+        (_ENTITIES, "HTML entities", html.unescape),
+        (_UESC, "\\u escapes", lambda s: s.encode().decode("unicode_escape")),
+    ):
+        for m in rx.finditer(norm):
+            t = _try(lambda m=m, fn=fn: fn(m.group()))
+            if isinstance(t, str) and t:
+                rescan(m.start(), t, via)
+    for hint, via, fn in (
+        (_ROT13_HINT, "ROT13", lambda s: codecs.decode(s, "rot13")),
+        (_REVERSED_HINT, "reversed text", lambda s: s[::-1]),
+    ):
+        done: set[int] = set()
+        for m in hint.finditer(low):
+            ls = low.rfind("\n", 0, m.start()) + 1
+            if ls not in done:
+                done.add(ls)
+                le = low.find("\n", m.end())
+                rescan(ls, fn(norm[ls : len(norm) if le < 0 else le]), via)
 
 
 # Look-alikes: letters spaced out ("i g n o r e"), leetspeak ("1gn0r3"), Cyrillic/Greek letters
-# in Latin words ("ignоre" with a Cyrillic o).
-_SPACED = re.compile(r"(?<![a-z])[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")
-_LEET_WORD = re.compile(r"\b(?=[a-z0-9@$]*[a-z])(?=[a-z0-9@$]*[013457@$])[a-z0-9@$]{3,}\b")
+# inside Latin words ("ignоre" with a Cyrillic o). Each is looked for from a cheap seed, then
+# the lines holding a seed are read again, rewritten.
+_SPACED_SEED = re.compile(r"[ .*_-][a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z](?![a-z])")
+_SPACED = re.compile(r"[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")
+_LEET_SEED = re.compile(r"[013457@$](?=[a-z])|[013457@$](?<=[a-z].)")
+_TOKEN_RUN = re.compile(r"[a-z0-9@$]+")
 _LEET = str.maketrans("013457@$", "oieastas")
-_MIXED_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[\u0370-\u03ff\u0400-\u04ff])\w+\b")
-_CONFUSABLE = str.maketrans(
-    "аеорсухіјѕԁһԛԝνοαερτικχу", "aeopcyxijsdhqwvoaeptikxy"
-)  # fmt: skip
+_MIXED_SEED = re.compile(r"[\u0370-\u03ff\u0400-\u04ff](?:(?<=[a-z].)|(?=[a-z]))")
+_MIXED_WORD = re.compile(r"\w*(?:[a-z]\w*[\u0370-\u04ff]|[\u0370-\u04ff]\w*[a-z])\w*")
+_CONFUSABLE = str.maketrans("аеорсухіјѕԁһԛԝνοαερτικχ", "aeopcyxijsdhqwvoaeptikx")
+
+
+def _unspace(m: re.Match[str]) -> str:
+    if m.start() and m.string[m.start() - 1].isalpha():
+        return m.group()
+    return " ".join(re.sub(r"[ .*_-]", "", w) for w in re.split(r"[ .*_-]{2,}", m.group()))
+
+
+def _rewrite_line(line: str) -> str | None:
+    """The line with look-alikes undone, or None when nothing worth reading again changed."""
+    new = _SPACED.sub(_unspace, line)
+    changed = new != line
+    leet = 0
+
+    def unleet(m: re.Match[str]) -> str:
+        nonlocal leet
+        w = m.group()
+        t = w.translate(_LEET)
+        if t != w and t.isalpha() and len(t) >= 3 and not w.isdigit():
+            leet += 1
+            return t
+        return w
+
+    new = _TOKEN_RUN.sub(unleet, new)
+    if re.search(r"[\u0370-\u04ff]", new):
+        mixed = _MIXED_WORD.sub(lambda m: m.group().translate(_CONFUSABLE), new)
+        changed = changed or mixed != new
+        new = mixed
+    return new if changed or leet >= 2 else None
 
 
 def _deobfuscated(low: str) -> str | None:
+    seeds = (_SPACED_SEED, _LEET_SEED, _MIXED_SEED)
+    starts = {low.rfind("\n", 0, m.start()) + 1 for rx in seeds for m in rx.finditer(low)}
     out = []
-    for line in low.split("\n"):
-        new = _SPACED.sub(lambda m: " ".join(w.replace(" ", "").replace(".", "").replace("*", "").replace("_", "")
-                                             .replace("-", "") for w in re.split(r"\s{2,}", m.group())), line)
-        new = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), new)
-        if re.search(r"[\u0370-\u04ff]", new):
-            new = _MIXED_WORD.sub(lambda m: m.group().translate(_CONFUSABLE), new)
-        if new != line:
+    for ls in sorted(starts):
+        le = low.find("\n", ls)
+        if new := _rewrite_line(low[ls : len(low) if le < 0 else le]):
             out.append(new)
-    return "\n".join(out) if out else None
-
-
-def _normalise(text: str) -> str:
-    text = _IGNORABLE.sub("", text)
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
-        text = _IGNORABLE.sub("", text)
-    return text
+    return "\n".join(out) or None
 
 
 def _scan_clean(text: str, depth: int) -> list[_Hit]:
-    """Findings in text that has no invisible characters left to report."""
+    """Findings in the visible text (invisible characters are looked for by _scan_raw)."""
     norm = _normalise(text)
     low = _lower(norm)
     mask = _mask(low)
@@ -992,7 +1131,7 @@ def _scan_clean(text: str, depth: int) -> list[_Hit]:
     _tool_bait(doc, hits)
     _exfiltration(doc, hits)
     _decoded(doc, hits, depth)
-    strong = [h.pos for h in hits if h.severity == "high" or doc.mask[h.pos] == _HIDDEN]
+    strong = sorted(h.pos for h in hits if h.pos >= 0)
     _tokens(doc, hits)
     _role_turns(doc, hits, strong)
     _hidden_parts(doc, hits, strong)
@@ -1006,65 +1145,62 @@ def _scan_clean(text: str, depth: int) -> list[_Hit]:
 
 
 def _scan_raw(text: str) -> list[_Hit]:
+    """Invisible characters, and what tag characters and variation selectors smuggle."""
     hits: list[_Hit] = []
+    if text.isascii():
+        return hits
     payloads: list[tuple[str, str]] = []
     for m in _TAGS.finditer(text):
         if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
-            continue  # an emoji subdivision flag, e.g. England
+            continue  # an emoji subdivision flag, e.g. England's
         decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
         hits.append(_Hit("Unicode tag characters", -1, _show(decoded) or _show(m.group()), "high", "tag characters"))
         if decoded.strip():
             payloads.append(("tag characters", decoded))
-    for m in _BIDI.finditer(text):
-        hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20]), "high"))
-        break
+    if m := _BIDI.search(text):
+        hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
     for m in _VS_RUN.finditer(text):
-        data = bytes(
-            (ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group()
-        )
+        data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
         decoded = data.decode("utf-8", errors="replace")
         hits.append(_Hit("invisible Unicode", -1, _show(decoded), "high", "variation selectors"))
         payloads.append(("variation selectors", decoded))
     for m in _INVISIBLE.finditer(text):
         if not _benign_invisible(text, m.start()):
-            hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20]), "high"))
+            hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
             break
     for via, decoded in payloads:
         hits.extend(_Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
     return hits
 
 
-def _iter_hits(text: str) -> Iterator[_Hit]:
-    yield from _scan_raw(text)
-    yield from _scan_clean(text, 0)
+def _hits(text: str) -> list[_Hit]:
+    return _scan_raw(text) + _scan_clean(text, 0)
 
 
 def scan_findings(text: str) -> list[Finding]:
-    """Every kind of finding in ``text``, the first of each (name, severity, via), in ``NAMES`` order."""
+    """The first finding of each (name, severity, via) in ``text``, in ``NAMES`` order, quoted
+    examples after the others."""
     seen: dict[tuple[str, str, str], Finding] = {}
-    for h in _iter_hits(text):
-        key = (h.name, h.severity, h.via)
-        if key not in seen:
-            seen[key] = Finding(h.name, h.excerpt, h.severity, h.via)
+    for h in _hits(text):
+        seen.setdefault((h.name, h.severity, h.via), Finding(h.name, h.excerpt, h.severity, h.via))
     return sorted(seen.values(), key=lambda f: (_ORDER[f.name], f.severity != "high"))
 
 
 def scan(text: str) -> list[str]:
     """Names of the findings in ``text`` that are not quoted examples, in ``NAMES`` order ([] when clean)."""
-    names = {h.name for h in _iter_hits(text) if h.severity == "high"}
-    return sorted(names, key=_ORDER.__getitem__)
+    return sorted({h.name for h in _hits(text) if h.severity == "high"}, key=_ORDER.__getitem__)
 
 
-# The patterns behind the finding names kept from the first version of this module; most of them
-# only report a match that passes the context rules above (a role after <|im_start|>, a comment
-# that speaks to the model, ...).
+# The patterns behind the finding names kept from the first version of this module. Most only
+# count when the context rules above agree (a role after <|im_start|>, a comment that speaks to
+# the model, ...); the other names have their own rules above.
 PATTERNS: dict[str, re.Pattern[str]] = {
-    "ignore previous instructions": _IGNORE,
-    "you are now": _YOU_ARE_NOW,
-    "new instructions": _NEW_INSTRUCTIONS,
-    "system prompt": _SYSTEM_PROMPT,
-    "override": _OVERRIDE,
-    "forget everything": _FORGET,
+    "ignore previous instructions": _IGNORE.pattern,
+    "you are now": _YOU_ARE_NOW.pattern,
+    "new instructions": _NEW_INSTRUCTIONS.pattern,
+    "system prompt": _SYSTEM_PROMPT.pattern,
+    "override": _OVERRIDE.pattern,
+    "forget everything": _FORGET.pattern,
     "[INST]": re.compile(r"\[/?inst\]"),
     "<<SYS>>": re.compile(r"<</?sys>>"),
     "</s>": re.compile(r"</s>"),

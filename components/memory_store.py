@@ -8,10 +8,15 @@ so one instance may serve several threads. Errors: ``core``/``project``/``recall
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+log = logging.getLogger(__name__)
 
 MEMORY_TOOLS = ("memory_search", "memory_read", "memory_list", "memory_write", "memory_edit", "memory_forget")
 
@@ -37,10 +42,24 @@ class MemoryBackend(Protocol):
         ...
 
 
+class MemoryAccessError(ValueError):
+    """A memory file that resolves outside the memory folder, or is not a regular file."""
+
+
+READ_LIMIT = 1 << 20  # bytes read from any one memory file
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 @dataclass
 class FileMemory:
     """Memory kept as Markdown files: ``core.md`` (the resident summary), ``notes/*.md``
-    (searchable notes) and, per project, ``projects/<name>.md``."""
+    (searchable notes) and, per project, ``projects/<name>.md``.
+
+    Only regular files inside the memory folder are read: a link that resolves outside it is
+    refused (``MemoryAccessError``; a note is skipped with a warning), and ``project_name``
+    must be a plain file name (letters, digits, ``.``, ``_``, ``-``; no separators, no
+    ``..``). Each file is read up to ``READ_LIMIT`` bytes.
+    """
 
     workspace: Path
     project_name: str | None = None
@@ -50,20 +69,45 @@ class FileMemory:
 
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).expanduser().resolve()
+        name = self.project_name
+        if name is not None and (not _PROJECT_NAME.fullmatch(name) or ".." in name):
+            raise ValueError(
+                f"project_name {name!r} is not a plain file name (letters, digits, '.', '_', '-'; "
+                "no path separators or '..'): it would leave the memory folder"
+            )
 
-    def _read(self, path: Path) -> str:
+    def _path(self, relative: str) -> Path:
+        """``relative`` inside the memory folder, links resolved; raises MemoryAccessError if
+        it resolves outside."""
+        path = self.workspace / relative
+        real = Path(os.path.realpath(path))
+        if real != self.workspace and self.workspace not in real.parents:
+            raise MemoryAccessError(
+                f"memory file {path} resolves to {real}, outside the memory folder {self.workspace}"
+            )
+        return real
+
+    def _read(self, relative: str) -> str:
+        real = self._path(relative)
         try:
-            return path.read_text(encoding="utf-8", errors="replace")
+            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             return ""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise MemoryAccessError(f"memory file {real} is not a regular file")
+            data = os.read(fd, READ_LIMIT)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", errors="replace")
 
     def core(self) -> str:
-        return _budget(self._read(self.workspace / "core.md").strip(), self.budget_chars)
+        return _budget(self._read("core.md").strip(), self.budget_chars)
 
     def project(self) -> str:
         if not self.project_name:
             return ""
-        return _budget(self._read(self.workspace / "projects" / f"{self.project_name}.md").strip(), self.budget_chars)
+        return _budget(self._read(f"projects/{self.project_name}.md").strip(), self.budget_chars)
 
     def recall(self, query: str, limit: int = 5) -> list[str]:
         words = {w for w in re.findall(r"\w{3,}", query.lower())}
@@ -74,7 +118,12 @@ class FileMemory:
         if not notes.is_dir():
             return []
         for path in sorted(notes.glob("*.md")):
-            for para in re.split(r"\n\s*\n", self._read(path)):
+            try:
+                text = self._read(f"notes/{path.name}")
+            except MemoryAccessError as e:
+                log.warning("callctx: %s; skipped", e)
+                continue
+            for para in re.split(r"\n\s*\n", text):
                 para = para.strip()
                 hits = len(words & set(re.findall(r"\w{3,}", para.lower())))
                 if hits:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 
@@ -35,3 +37,15 @@ def here_line(text: str) -> str:
     lines = [line for line in text.splitlines() if "# you are here" in line]
     assert len(lines) == 1, text
     return lines[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI (``CI=true``) a skipped test is a failure: every extra environment must build
+    and every suite must run, or a regression hides behind a skip."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI", "").lower() in ("1", "true", "yes") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, which must run every test: {reason}"

@@ -78,3 +78,49 @@ def test_recalled_text_cannot_nest_fences():
     fenced = fence_recall([hostile])
     assert fenced.count("<memory-context>") == 1 and fenced.count("</memory-context>") == 1
     assert fence_recall(["<memory-context>only a fence</memory-context>"]) is None
+
+
+def _outside(tmp_path):
+    secret = tmp_path / "outside" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("TOP SECRET outside the memory folder: coffee beans\n")
+    mem = tmp_path / "m"
+    (mem / "notes").mkdir(parents=True)
+    (mem / "projects").mkdir()
+    return mem, secret
+
+
+def test_links_out_of_the_memory_folder_are_refused(tmp_path, caplog):
+    mem, secret = _outside(tmp_path)
+    (mem / "core.md").symlink_to(secret)
+    (mem / "notes" / "coffee.md").symlink_to(secret)
+    (mem / "notes" / "fine.md").write_text("The user likes coffee in the morning.\n")
+    (mem / "projects" / "p.md").symlink_to(secret)
+    m = FileMemory(mem, project_name="p")
+    ctx = base_ctx(memory=m, turn=Turn(user_input="coffee"))
+    context = assemble(ctx)
+    assert "TOP SECRET" not in context.text
+    assert "could not be read" in context.segment("memory_global").text
+    assert context.segment("project_memory") is None
+    recalled = m.recall("coffee beans")
+    assert recalled == ["(fine.md) The user likes coffee in the morning."]
+    assert "outside the memory folder" in caplog.text
+
+
+def test_a_project_name_that_escapes_is_refused(tmp_path):
+    import pytest
+
+    for bad in ("../..", "../secret", "a/b", "/etc/passwd", ".."):
+        with pytest.raises(ValueError, match="plain file name"):
+            FileMemory(tmp_path / "m", project_name=bad)
+    assert FileMemory(tmp_path / "m", project_name="llm-as-code.v2").project() == ""
+
+
+def test_a_fifo_in_the_memory_folder_is_not_read(tmp_path):
+    import os
+
+    mem = tmp_path / "m"
+    mem.mkdir()
+    os.mkfifo(mem / "core.md")  # reading it would block forever
+    context = assemble(base_ctx(memory=FileMemory(mem)))
+    assert "could not be read" in context.segment("memory_global").text

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -114,7 +113,7 @@ def test_joining_the_programs_own_provider(tmp_path):
 
 SLOW_EXIT = textwrap.dedent(
     """
-    import sys, time
+    import sys
     from callctx import agentic, setup
     rt = setup(sys.argv[1], exit_timeout=float(sys.argv[2]))
 
@@ -122,43 +121,36 @@ SLOW_EXIT = textwrap.dedent(
     def work(i):
         return i
 
-    for i in range(200):  # warm up
+    for i in range(2200):
         work(i)
-    t0 = time.perf_counter()
-    for i in range(2000):
-        work(i)
-    print(f"{(time.perf_counter() - t0) / 2000 * 1e3:.4f}", flush=True)
+    print("done", flush=True)
     """
 )
 
 
-def _run_slow_exit(tmp_path, endpoint, name):
-    script = tmp_path / "slow_exit.py"
-    script.write_text(SLOW_EXIT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    if endpoint:
-        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / f"{name}.jsonl"), "1.0"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return time.monotonic() - t0, float(proc.stdout.strip())
-
-
 @pytest.mark.parametrize("where", ["down", "hanging"])
 def test_an_unreachable_endpoint_does_not_hold_the_exit(sink, tmp_path, where):
+    """The exit waits for the exporter at most ``exit_timeout``, then says what it dropped;
+    the local log is complete whatever the exporter does. (What the exporter costs each call
+    is a figure of bench/exporter.py, not an assertion here.)"""
     server, handler = sink
     if where == "down":
         endpoint = "http://127.0.0.1:9"  # nothing listens
     else:
         handler.hang = threading.Event()  # accepts, never answers
         endpoint = f"http://127.0.0.1:{server.server_port}"
-    baseline_s, baseline_ms = _run_slow_exit(tmp_path, None, "baseline")
-    elapsed, per_call_ms = _run_slow_exit(tmp_path, endpoint, "events")
-    assert elapsed < baseline_s + 1.0 + 3.0, (elapsed, baseline_s)  # the 1 s bound, not the exporter's retries
-    assert per_call_ms - baseline_ms < 1.0, (per_call_ms, baseline_ms)  # export never runs on the caller's thread
+    script = tmp_path / "slow_exit.py"
+    script.write_text(SLOW_EXIT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    env["OTEL_EXPORTER_OTLP_TIMEOUT"] = "60"  # the exporter alone would wait far longer than the bound
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "events.jsonl"), "0.5"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done"
+    assert "were dropped (the local log has them)" in proc.stderr  # the bound ended the wait, not the exporter
     p = Projection.from_log(tmp_path / "events.jsonl")
     assert p.events == 2 * 2200  # the local log is complete
 
