@@ -55,7 +55,7 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -104,34 +104,115 @@ _MAX_DEPTH = 2  # decoded text is scanned again, and what it decodes to, no furt
 
 
 class _Rule:
-    """Alternative patterns matched against lower-cased text (so no IGNORECASE).
+    """Alternative patterns, matched against lower-cased text (so no IGNORECASE).
 
-    The regex engine tries every alternative of an alternation at every position of the text,
-    but jumps straight to the next occurrence of a literal prefix. So for long texts each rule
-    is split into alternatives that start with a literal (a leading ``\\b`` is checked in Python
-    instead), and ``finditer`` runs them one after the other: about a millisecond per 2 MB each.
-    Short texts use the single combined pattern.
+    ``finditer`` runs the combined pattern, which is fine on a sentence or a comment. On a whole
+    document the rules are run together by ``_Locator``, which needs every alternative to start
+    with a literal character (a leading ``\\b`` is checked in Python instead).
     """
 
     __slots__ = ("alternatives", "pattern")
 
     def __init__(self, *parts: str) -> None:
         self.pattern = re.compile("|".join(f"(?:{p})" for p in parts))
-        self.alternatives = [(re.compile(a), wb) for p in parts for a, wb in _literal_led(p)]
+        self.alternatives: list[tuple[str, str, bool, re.Pattern[str]]] = []  # first char, rest, \b, pattern
+        for p in parts:
+            for alt, wb in _literal_led(p):
+                head = alt[:2] if alt.startswith("\\") else alt[:1]
+                if (
+                    not head
+                    or (len(head) == 1 and head in "()[].^$*+?{|")
+                    or (len(head) == 2 and (head[1].isalnum() or len(alt) == 1))
+                    or alt[len(head) : len(head) + 1] in ("?", "*", "{")
+                ):
+                    raise ValueError(f"alternative does not start with a literal: {alt!r}")
+                self.alternatives.append((head[-1], alt[len(head) :], wb, re.compile(alt)))
 
     def finditer(self, s: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
-        end = len(s) if endpos is None else endpos
-        if end - pos <= 4096:
-            yield from self.pattern.finditer(s, pos, end)
-            return
-        for rx, wb in self.alternatives:
-            for m in rx.finditer(s, pos, end):
-                if not (wb and m.start() and _is_word(s[m.start() - 1])):
-                    yield m
+        return self.pattern.finditer(s, pos, len(s) if endpos is None else endpos)
 
     def search(self, s: str, pos: int = 0, endpos: int | None = None) -> re.Match[str] | None:
-        """A match (not necessarily the leftmost), or None."""
-        return next(self.finditer(s, pos, endpos), None)
+        return self.pattern.search(s, pos, len(s) if endpos is None else endpos)
+
+
+class _Locator:
+    """All the rules over a whole document, in a few passes.
+
+    The regex engine tries every alternative of an alternation at every position, but jumps
+    straight from one occurrence of a literal to the next (about a millisecond per 2 MB). So
+    the alternatives of all the rules are grouped by their first character: one pass per
+    character (one per script for Cyrillic and CJK, whose characters are told apart by a set)
+    finds where some alternative matches, then each candidate alternative is tried there.
+    """
+
+    def __init__(self, rules: tuple[_Rule, ...]) -> None:
+        by_char: dict[str, list[tuple[_Rule, str, bool, re.Pattern[str]]]] = {}
+        for rule in rules:
+            for first, rest, wb, rx in rule.alternatives:
+                by_char.setdefault(first, []).append((rule, rest, wb, rx))
+        self.passes: list[tuple[re.Pattern[str] | None, re.Pattern[str], dict[str, list]]] = []
+        scripts: dict[str, list[str]] = {}
+        for c in by_char:
+            key = "cyrillic" if "\u0400" <= c <= "\u052f" else "cjk" if c >= "\u2e80" else c
+            scripts.setdefault(key, []).append(c)
+        for key, chars in scripts.items():
+            branches = [f"{re.escape(c)}(?={_trie([rest for _, rest, _, _ in by_char[c]])})" for c in chars]
+            gate = {"cyrillic": "[\u0400-\u052f]", "cjk": "[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"}.get(key)
+            # candidates by their literal start (up to 4 characters), so a spot tries only those that fit
+            cands: dict[str, list[tuple[_Rule, bool, re.Pattern[str]]]] = {}
+            for c in chars:
+                for rule, rest, wb, rx in by_char[c]:
+                    start = c + "".join(t[-1] for t in _literal_chars(rest, 3))
+                    cands.setdefault(start, []).append((rule, wb, rx))
+            self.passes.append((re.compile(gate) if gate else None, re.compile("|".join(branches)), cands))
+
+    def run(self, low: str) -> dict[_Rule, list[re.Match[str]]]:
+        found: dict[_Rule, list[re.Match[str]]] = {}
+        for gate, rx, cands in self.passes:
+            if gate is not None and not gate.search(low):
+                continue
+            for m in rx.finditer(low):
+                p = m.start()
+                after_word = p > 0 and _is_word(low[p - 1])
+                for k in (1, 2, 3, 4):
+                    for rule, wb, alt in cands.get(low[p : p + k], ()):
+                        if not (wb and after_word) and (mm := alt.match(low, p)):
+                            found.setdefault(rule, []).append(mm)
+        return found
+
+
+def _literal_chars(p: str, limit: int = 4) -> list[str]:
+    """The source tokens of the literal characters ``p`` starts with (at most ``limit``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(p) and len(out) < limit:
+        tok = p[i : i + 2] if p[i] == "\\" else p[i]
+        if (tok[0] == "\\" and (len(tok) < 2 or tok[1].isalnum())) or (len(tok) == 1 and tok in "()[].^$*+?{|"):
+            break
+        if p[i + len(tok) : i + len(tok) + 1] in ("?", "*", "+", "{"):
+            break
+        out.append(tok)
+        i += len(tok)
+    return out
+
+
+def _trie(rests: list[str]) -> str:
+    """One pattern for alternatives ``rests``, sharing their leading literal characters, so that
+    the engine reads each character once instead of once per alternative."""
+    tree: dict = {}
+    for rest in dict.fromkeys(rests):
+        node, i = tree, 0
+        for tok in _literal_chars(rest):
+            node = node.setdefault(tok, {})
+            i += len(tok)
+        node.setdefault("", []).append(rest[i:])
+
+    def emit(node: dict) -> str:
+        alts = [tok + emit(child) for tok, child in node.items() if tok]
+        alts += [f"(?:{r})" if r else "" for r in node.get("", [])]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return emit(tree)
 
 
 def _is_word(c: str) -> bool:
@@ -732,12 +813,18 @@ def _show(s: str, limit: int = 80) -> str:
 # ------------------------------------------------------------------------------------------
 # The scan
 
+_LOCATOR = _Locator(
+    (_IGNORE, _FORGET, _YOU_ARE_NOW, _YOU_ARE_NOW_BARE, _NEW_INSTRUCTIONS, _OVERRIDE, _SYSTEM_PROMPT, _CONCEAL,
+     _TOKEN, _TOOL_MARKUP, _DESTRUCTIVE_SHELL, _TOOL_CALL_EN, _TOOL_CALL_DIRECTIVE, _PIPE_OUT, _SENSITIVE_PATH,
+     _DECODE_CUE, _ROT13_HINT, _REVERSED_HINT, _SECURITY_STRONG, _SECURITY_WEAK, _SEND, _SECRET, _DISCLOSE, _REPLACE)
+)  # fmt: skip
+
 
 @dataclass(slots=True)
 class _Hit:
     name: str
     pos: int  # in the normalised text; -1 for what was found outside it
-    excerpt: str
+    excerpt: str  # raw; shown by scan_findings
     severity: Severity = "high"
     via: str = "text"
 
@@ -747,20 +834,40 @@ class _Doc:
     norm: str  # NFKC, invisibles dropped
     low: str  # lower-cased, same length as norm
     mask: bytearray  # region of each character
-    framed: bool  # live prose is about security
+    found: dict[_Rule, list[re.Match[str]]]  # matches of the whole-document rules
+    framed: bool = False  # live prose is about security
+    starts: dict = field(default_factory=dict)  # rule -> sorted match starts, for ``within``
+    decoded: dict = field(default_factory=dict)  # (decoded text, depth) -> its findings, shared by a scan
+
+    def matches(self, rule: _Rule) -> list[re.Match[str]]:
+        return self.found.get(rule, [])
+
+    def within(self, rule: _Rule, a: int, b: int) -> re.Match[str] | None:
+        """A match of whole-document ``rule`` starting in ``[a, b)``."""
+        key = id(rule)
+        starts = self.starts.get(key)
+        if starts is None:
+            ms = sorted(self.matches(rule), key=lambda m: m.start())
+            starts = self.starts[key] = ([m.start() for m in ms], ms)
+        i = bisect.bisect_left(starts[0], a)
+        return starts[1][i] if i < len(starts[0]) and starts[0][i] < b else None
 
     def severity(self, pos: int) -> Severity:
         if pos < 0 or not self.framed:
             return "high"
         return "quoted" if self.mask[pos] in (_CODE, _QUOTE) else "high"
 
-    def hit(self, name: str, start: int, end: int, limit: int = 80) -> _Hit:
-        return _Hit(name, start, _show(self.norm[start : min(end, start + limit + 40)], limit), self.severity(start))
+    def hit(self, name: str, start: int, end: int) -> _Hit:
+        return _Hit(name, start, self.norm[start : min(end, start + 200)], self.severity(start))
 
 
 def _normalise(text: str) -> str:
     if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
+        # line by line: nothing composes across a newline, and most lines are already normal
+        text = "\n".join(
+            line if line.isascii() or unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+            for line in text.split("\n")
+        )
     if not text.isascii():
         text = _IGNORABLE.sub("", text)
         for a in "’‘ʼ´":
@@ -818,11 +925,11 @@ def _mask(low: str) -> bytearray:
     return mask
 
 
-def _framed(low: str, mask: bytearray) -> bool:
+def _framed(doc: _Doc) -> bool:
     """Whether the live prose is about security (so quotes in it are examples)."""
-    score, seen = 0, set()
-    for rx, weight in ((_SECURITY_STRONG, 2), (_SECURITY_WEAK, 1)):
-        for m in rx.finditer(low):
+    score, seen, mask = 0, set(), doc.mask
+    for rule, weight in ((_SECURITY_STRONG, 2), (_SECURITY_WEAK, 1)):
+        for m in doc.matches(rule):
             word = m.group()
             if mask[m.start()] == _LIVE and word not in seen:
                 seen.add(word)
@@ -832,17 +939,18 @@ def _framed(low: str, mask: bytearray) -> bool:
     return False
 
 
-_SENTENCE_BREAK = re.compile(r"[.!?。](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))")
+_SENTENCE_END = re.compile(r"[.!?。](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))")
 
 
-def _sentence(low: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence around ``low[start:end]``: soft-wrapped lines joined; list items, headings,
-    fences and blank lines split."""
+def _sentence(doc: _Doc, start: int, end: int) -> tuple[int, int]:
+    """The sentence around ``low[start:end]``, at most 400 characters either side of it: soft-wrapped
+    lines are joined; sentence ends, list items, headings, fences and blank lines split."""
+    low = doc.low
     lo = max(0, start - 400)
     cut = lo
-    for m in _SENTENCE_BREAK.finditer(low, lo, start):
+    for m in _SENTENCE_END.finditer(low, lo, start):
         cut = m.end()
-    m = _SENTENCE_BREAK.search(low, end, min(len(low), end + 400))
+    m = _SENTENCE_END.search(low, end, end + 400)
     return cut, (m.end() if m else min(len(low), end + 400))
 
 
@@ -857,15 +965,15 @@ def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
         ("system prompt", _SYSTEM_PROMPT),
         ("conceal from user", _CONCEAL),
     ):
-        hits.extend(doc.hit(name, m.start(), m.end()) for m in rule.finditer(low))
-    for m in _YOU_ARE_NOW_BARE.finditer(low):
+        hits.extend(doc.hit(name, m.start(), m.end()) for m in doc.matches(rule))
+    for m in doc.matches(_YOU_ARE_NOW_BARE):
         if n := _NAME_AFTER.match(doc.norm, m.end()):
             hits.append(doc.hit("you are now", m.start(), n.end()))
 
 
 def _tokens(doc: _Doc, hits: list[_Hit]) -> None:
     low, mask = doc.low, doc.mask
-    found = sorted((m.start(), m.end(), m.group()) for m in _TOKEN.finditer(low) if mask[m.start()] != _CODE)
+    found = sorted((m.start(), m.end(), m.group()) for m in doc.matches(_TOKEN) if mask[m.start()] != _CODE)
     for i, (a, b, tok) in enumerate(found):
         if tok == "<s>":
             continue
@@ -926,16 +1034,16 @@ def _hidden_parts(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
 
 def _tool_bait(doc: _Doc, hits: list[_Hit]) -> None:
     low, mask = doc.low, doc.mask
-    for m in _TOOL_MARKUP.finditer(low):
+    for m in doc.matches(_TOOL_MARKUP):
         a = m.start()
         if mask[a] != _CODE or _DESTRUCTIVE.search(low, a, a + 400):
             hits.append(doc.hit("tool-call bait", a, a + 120))
-    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in _DESTRUCTIVE_SHELL.finditer(low))
-    for m in _TOOL_CALL_EN.finditer(low):
+    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in doc.matches(_DESTRUCTIVE_SHELL))
+    for m in doc.matches(_TOOL_CALL_EN):
         before = max(low.rfind("\n", 0, m.start()), m.start() - 80, 0)
         if _IMPERATIVE_BEFORE.search(low, before, m.start()):
             hits.append(doc.hit("tool-call bait", m.start(), m.end()))
-    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in _TOOL_CALL_DIRECTIVE.finditer(low))
+    hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in doc.matches(_TOOL_CALL_DIRECTIVE))
 
 
 def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
@@ -943,14 +1051,14 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     seen: set[int] = set()
 
     def add(start: int, end: int) -> None:
-        a, b = _sentence(low, start, end)
+        a, b = _sentence(doc, start, end)
         if a not in seen:
             seen.add(a)
-            hits.append(doc.hit("exfiltration", a, b, 100))
+            hits.append(doc.hit("exfiltration", a, b))
             hits[-1].severity = doc.severity(start)
 
     # secrets piped to a network client: `env | curl ...`, `curl -d "$(cat ~/.aws/credentials)" ...`
-    for m in _PIPE_OUT.finditer(low):
+    for m in doc.matches(_PIPE_OUT):
         ls = low.rfind("\n", 0, m.start()) + 1
         le = low.find("\n", m.end())
         if _SECRET_SOURCE.search(low, ls, len(low) if le < 0 else le):
@@ -959,14 +1067,14 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     dests = [m.span() for m in _URL.finditer(low)]
     dests += [m.span() for m in _EMAIL_AT.finditer(low) if m.start() and _is_word(low[m.start() - 1])]
     for ds, de in dests:
-        a, b = _sentence(low, ds, de)
-        v = _SEND.search(low, a, b)
-        if v and _SECRET.search(low, a, b) and not _NEGATED_SEND.search(low, max(a, v.start() - 20), v.start()):
+        a, b = _sentence(doc, ds, de)
+        v = doc.within(_SEND, a, b)
+        if v and doc.within(_SECRET, a, b) and not _NEGATED_SEND.search(low, max(a, v.start() - 20), v.start()):
             add(ds, de)
     # secret files read out
-    for m in _SENSITIVE_PATH.finditer(low):
-        a, b = _sentence(low, m.start(), m.end())
-        if _DISCLOSE.search(low, a, b):
+    for m in doc.matches(_SENSITIVE_PATH):
+        a, b = _sentence(doc, m.start(), m.end())
+        if doc.within(_DISCLOSE, a, b):
             add(m.start(), m.end())
     # images and links that carry data out in their URL: a placeholder in the query, or a
     # CAPITALS value that the text says to replace
@@ -981,8 +1089,8 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
             for w in re.finditer(rf"{re.escape(c.group(1))}(?![A-Za-z0-9_])", norm):
                 if m.start() <= w.start() < m.end() or (w.start() and _is_word(norm[w.start() - 1])):
                     continue
-                a, b = _sentence(low, w.start(), w.end())
-                if _REPLACE.search(low, a, b):
+                a, b = _sentence(doc, w.start(), w.end())
+                if doc.within(_REPLACE, a, b):
                     add(m.start(), m.end())
                     break
 
@@ -1007,18 +1115,23 @@ def _bytes_text(raw: object) -> str | None:
     return t if sum(c.isalpha() or c.isspace() for c in t) >= 0.6 * len(t) else None
 
 
+_HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2})+")
+_B32_RUN = re.compile(r"[A-Z2-7]+=*")
+_UPPER, _LOWER_CASE, _B32_DIGIT = re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[2-7]")
+
+
 def _run_text(run: str) -> tuple[str, str] | None:
     """A run of base64/base32/hex characters decoded to text, with the encoding's name."""
-    if re.fullmatch(r"(?:[0-9A-Fa-f]{2})+", run):
+    if _HEX_RUN.fullmatch(run):
         t = _bytes_text(_try(lambda: bytes.fromhex(run)))
         if t:
             return t, "hex"
-    if re.fullmatch(r"[A-Z2-7]+=*", run) and re.search(r"[2-7]", run):
+    if _B32_RUN.fullmatch(run) and _B32_DIGIT.search(run):
         s = run.rstrip("=")
         t = _bytes_text(_try(lambda: base64.b32decode(s + "=" * (-len(s) % 8))))
         if t:
             return t, "base32"
-    if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run):
+    if _LOWER_CASE.search(run) and _UPPER.search(run):
         s = run.rstrip("=")
         alt = b"-_" if ("-" in s or "_" in s) else None
         t = _bytes_text(_try(lambda: base64.b64decode(s + "=" * (-len(s) % 4), altchars=alt)))
@@ -1030,15 +1143,18 @@ def _run_text(run: str) -> tuple[str, str] | None:
 def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
     """Orders to decode and follow; encoded runs whose decoded text holds findings."""
     norm, low = doc.norm, doc.low
-    hits.extend(doc.hit("encoded instruction", m.start(), m.end()) for m in _DECODE_CUE.finditer(low))
+    hits.extend(doc.hit("encoded instruction", m.start(), m.end()) for m in doc.matches(_DECODE_CUE))
     if depth >= _MAX_DEPTH:
         return
 
     def rescan(pos: int, decoded: str, via: str) -> None:
-        inner = [h for h in _scan_clean(decoded, depth + 1) if h.severity == "high"]
+        key = (decoded, depth + 1)
+        if key not in doc.decoded:
+            doc.decoded[key] = [h for h in _scan_clean(decoded, depth + 1, doc.decoded) if h.severity == "high"]
+        inner = doc.decoded[key]
         if inner:
             sev = doc.severity(pos)
-            hits.append(_Hit("encoded instruction", pos, _show(decoded), sev, via))
+            hits.append(_Hit("encoded instruction", pos, decoded[:200], sev, via))
             hits.extend(_Hit(h.name, pos, h.excerpt, sev, via) for h in inner)
 
     for m in _RUN.finditer(norm):
@@ -1059,7 +1175,7 @@ def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
         (_REVERSED_HINT, "reversed text", lambda s: s[::-1]),
     ):
         done: set[int] = set()
-        for m in hint.finditer(low):
+        for m in doc.matches(hint):
             ls = low.rfind("\n", 0, m.start()) + 1
             if ls not in done:
                 done.add(ls)
@@ -1071,8 +1187,8 @@ def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
 # inside Latin words ("ignоre" with a Cyrillic o). Each is looked for from a cheap seed, then
 # the lines holding a seed are read again, rewritten.
 _SPACED_SEED = re.compile(r"[ .*_-][a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z](?![a-z])")
-_SPACED = re.compile(r"[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")
-_LEET_SEED = re.compile(r"[013457@$](?=[a-z])|[013457@$](?<=[a-z].)")
+_SPACED = re.compile(r"(?<![a-z])[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")  # run on single lines only
+_LEET_SEED = re.compile(r"[013457@$](?<=[a-z].)(?=[a-z])")  # a digit inside a word: "1gn0r3"
 _TOKEN_RUN = re.compile(r"[a-z0-9@$]+")
 _LEET = str.maketrans("013457@$", "oieastas")
 _MIXED_SEED = re.compile(r"[\u0370-\u03ff\u0400-\u04ff](?:(?<=[a-z].)|(?=[a-z]))")
@@ -1120,12 +1236,14 @@ def _deobfuscated(low: str) -> str | None:
     return "\n".join(out) or None
 
 
-def _scan_clean(text: str, depth: int) -> list[_Hit]:
+def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit]:
     """Findings in the visible text (invisible characters are looked for by _scan_raw)."""
     norm = _normalise(text)
     low = _lower(norm)
-    mask = _mask(low)
-    doc = _Doc(norm, low, mask, _framed(low, mask))
+    doc = _Doc(norm, low, _mask(low), _LOCATOR.run(low))
+    doc.framed = _framed(doc)
+    if decoded is not None:
+        doc.decoded = decoded
     hits: list[_Hit] = []
     _phrases(doc, hits)
     _tool_bait(doc, hits)
@@ -1136,12 +1254,18 @@ def _scan_clean(text: str, depth: int) -> list[_Hit]:
     _role_turns(doc, hits, strong)
     _hidden_parts(doc, hits, strong)
     if depth < _MAX_DEPTH and (plain := _deobfuscated(low)):
-        sub = _Doc(plain, plain, bytearray(len(plain)), False)
+        sub = _Doc(plain, plain, bytearray(len(plain)), _LOCATOR.run(plain))
         more: list[_Hit] = []
         _phrases(sub, more)
         _exfiltration(sub, more)
         hits.extend(_Hit(h.name, -1, h.excerpt, "high", "look-alike letters") for h in more)
     return hits
+
+
+_SUSPECT = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u202a-\u202e\u2060-\u2064\u2066-\u2069\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]+"
+)
 
 
 def _scan_raw(text: str) -> list[_Hit]:
@@ -1150,24 +1274,29 @@ def _scan_raw(text: str) -> list[_Hit]:
     if text.isascii():
         return hits
     payloads: list[tuple[str, str]] = []
-    for m in _TAGS.finditer(text):
-        if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
-            continue  # an emoji subdivision flag, e.g. England's
-        decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
-        hits.append(_Hit("Unicode tag characters", -1, _show(decoded) or _show(m.group()), "high", "tag characters"))
-        if decoded.strip():
-            payloads.append(("tag characters", decoded))
-    if m := _BIDI.search(text):
-        hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
-    for m in _VS_RUN.finditer(text):
-        data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
-        decoded = data.decode("utf-8", errors="replace")
-        hits.append(_Hit("invisible Unicode", -1, _show(decoded), "high", "variation selectors"))
-        payloads.append(("variation selectors", decoded))
-    for m in _INVISIBLE.finditer(text):
-        if not _benign_invisible(text, m.start()):
-            hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
-            break
+    seen: set[str] = set()
+    for run in _SUSPECT.finditer(text):
+        for m in _TAGS.finditer(text, run.start(), run.end()):
+            if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
+                continue  # an emoji subdivision flag, e.g. England's
+            decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
+            hits.append(_Hit("Unicode tag characters", -1, decoded or _show(m.group()), "high", "tag characters"))
+            if decoded.strip():
+                payloads.append(("tag characters", decoded))
+        if "bidi" not in seen and (m := _BIDI.search(text, run.start(), run.end())):
+            seen.add("bidi")
+            hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
+        for m in _VS_RUN.finditer(text, run.start(), run.end()):
+            data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
+            decoded = data.decode("utf-8", errors="replace")
+            hits.append(_Hit("invisible Unicode", -1, decoded, "high", "variation selectors"))
+            payloads.append(("variation selectors", decoded))
+        if "invisible" not in seen:
+            for m in _INVISIBLE.finditer(text, run.start(), run.end()):
+                if not _benign_invisible(text, m.start()):
+                    seen.add("invisible")
+                    hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
+                    break
     for via, decoded in payloads:
         hits.extend(_Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
     return hits
@@ -1182,7 +1311,7 @@ def scan_findings(text: str) -> list[Finding]:
     examples after the others."""
     seen: dict[tuple[str, str, str], Finding] = {}
     for h in _hits(text):
-        seen.setdefault((h.name, h.severity, h.via), Finding(h.name, h.excerpt, h.severity, h.via))
+        seen.setdefault((h.name, h.severity, h.via), Finding(h.name, _show(h.excerpt), h.severity, h.via))
     return sorted(seen.values(), key=lambda f: (_ORDER[f.name], f.severity != "high"))
 
 

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from conftest import parse
@@ -15,7 +14,7 @@ from conftest import parse
 from callctx import agentic
 from callctx.demo import run
 from callctx.projection import Projection
-from callctx.projection.events import LogHeader, decode
+from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, decode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,8 +115,7 @@ def test_sigkill_mid_run_leaves_a_replayable_log(tmp_path):
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, str(script), str(log_path)], stdout=subprocess.PIPE, env=env)
     assert proc.stdout.readline().strip() == b"ready"
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)  # wherever it lands: mid-record, mid-stage or between stages
     proc.wait(timeout=10)
 
     data = log_path.read_bytes()
@@ -130,5 +128,15 @@ def test_sigkill_mid_run_leaves_a_replayable_log(tmp_path):
     key = p.sessions()[0]
     tree = parse(p.session_tree(key))
     assert tree[0]["function"] == "forever" and tree[0]["status"] == "interrupted"
-    assert len(tree[0]["children"]) >= 3
-    assert tree[0]["children"][-1]["status"] == "interrupted"  # the stage that was running
+    children = tree[0]["children"]
+    assert len(children) >= 3
+    # A stage the log saw start but not end reads as interrupted; one it saw end, as finished.
+    started = {r.span_id for r in expected if isinstance(r, SpanStarted) and r.name == "invoke_agent stage"}
+    ended = {r.span_id for r in expected if isinstance(r, SpanEnded)}
+    running = started - ended
+    assert len(running) <= 1
+    assert all("output" in c for c in children[:-1])  # every earlier stage finished, with its output
+    if running:
+        assert children[-1]["status"] == "interrupted"
+    else:
+        assert "output" in children[-1]

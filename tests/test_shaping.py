@@ -45,7 +45,14 @@ def test_bearer_and_passwords_keep_their_labels_and_json():
 def test_custom_patterns():
     s = Shaper(secrets=[r"ACME-\d{6}"])
     assert s.redact("ticket ACME-123456 ok") == f"ticket {REDACTED} ok"
-    assert s.redact("sk-proj-abcdefghijklmnopqrstuvwx1234") == "sk-proj-abcdefghijklmnopqrstuvwx1234"
+    assert s.redact("sk-proj-abcdefghijklmnopqrstuvwx1234") == REDACTED  # yours add to the defaults
+    from callctx.redact import Redactor
+
+    only = Shaper(redactor=Redactor([r"ACME-\d{6}"]))  # a whole redactor of your own replaces them
+    assert (
+        only.redact("sk-proj-abcdefghijklmnopqrstuvwx1234 ACME-123456")
+        == f"sk-proj-abcdefghijklmnopqrstuvwx1234 {REDACTED}"
+    )
 
 
 @pytest.mark.parametrize("limit", [40, 200, 1000])

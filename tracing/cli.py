@@ -15,10 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import msgspec
+
 from callctx.components import record, wire
 from callctx.components.context import Context, Segment
 from callctx.projection import LogError
 from callctx.projection.calls import ModelCall, read_calls
+from callctx.projection.events import decode
 from callctx.projection.log import Damage
 
 from .recorded import Unrebuildable, rebuild
@@ -181,6 +184,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .execute import CallRecord
     from .models import resolve
     from .otlpfile import OtlpJsonFile
+    from .shaping import ShapingExporter
 
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="callctx-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -191,7 +195,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     workspace, memory = demo_workspace(folder)
     rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS)
     otlp = OtlpJsonFile(folder / "trace.otlp.json")
-    rt.provider.add_span_processor(SimpleSpanProcessor(otlp))
+    rt.provider.add_span_processor(SimpleSpanProcessor(ShapingExporter(otlp)))  # what leaves is shaped
     rt.send_texts = True  # the OTLP file carries what each call was sent, like an exporter would
     shown: list[CallRecord] = []
 
@@ -260,20 +264,44 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def check_event_log(path: str) -> Path:
+    """``path`` as an event log, or a :class:`CliError` (exit 2) saying why it is not one."""
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"no event log at {p}")
+    try:
+        with open(p, "rb") as f:
+            first = f.readline(1 << 20)
+    except OSError as e:
+        raise CliError(f"cannot read {p}: {e.strerror}") from None
+    if not first.strip():
+        raise CliError(f"{p} is not a callctx event log (it is empty)")
+    try:
+        decode(first)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise CliError(f"{p} is not a callctx event log (its first line is not a callctx record: {e})") from None
+    return p
+
+
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from callctx.projection import jaeger, otlp, spans
 
-    if not Path(args.log).exists():
-        raise CliError(f"no event log at {args.log}")
+    from .otlpfile import write_private
+    from .shaping import Shaper
+
+    path = check_event_log(args.log)
     try:
-        data = list(spans.from_log(args.log))
+        data = list(spans.from_log(path))
     except LogError as e:
         raise CliError(str(e)) from None
+    if not args.raw:
+        shaper = Shaper()
+        data = [shaper.span_data(sp) for sp in data]
     doc = otlp.encode_json(data, args.service) if args.format == "otlp" else jaeger.encode(data, args.service)
     text = json.dumps(doc, ensure_ascii=False)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        err.write(f"{len(data)} spans written to {args.output}\n")
+        write_private(Path(args.output), text + "\n")
+        err.write(f"{len(data)} spans written to {args.output}{' (raw, unshaped)' if args.raw else ''}\n")
     else:
         out.write(text + "\n")
     return EXIT_OK
@@ -479,7 +507,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("log")
     p.add_argument("--format", choices=["otlp", "jaeger"], default="otlp")
     p.add_argument("--service", default="callctx", help="service name for spans that carry none")
-    p.add_argument("-o", "--output", help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", help="file to write, mode 0600 (default: standard output)")
+    p.add_argument(
+        "--raw", action="store_true", help="everything as recorded: no redaction, no cuts (default: shaped)"
+    )
     p.set_defaults(run=cmd_export)
 
     p = sub.add_parser("import", help="read an OTLP/JSON (or Collector file) or Jaeger JSON trace into an event log")

@@ -11,9 +11,10 @@ import atexit
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Protocol
 
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .settings import Settings
@@ -107,3 +108,18 @@ def close_at_exit(thing: Closeable) -> None:
 def _close_all() -> None:
     for thing in list(_at_exit):
         thing.close()
+
+
+def wrap_processors(provider: TracerProvider, wrap: Callable[[SpanProcessor], SpanProcessor | None]) -> int:
+    """Replace each span processor already on ``provider`` by ``wrap(processor)`` (None keeps
+    it as it is); returns how many were wrapped. Processors added to the provider later are
+    not wrapped. Raises ``TypeError`` for a provider whose processors cannot be reached."""
+    multi = getattr(provider, "_active_span_processor", None)
+    procs = getattr(multi, "_span_processors", None)
+    lock = getattr(multi, "_lock", None)
+    if not isinstance(procs, tuple) or lock is None:
+        raise TypeError(f"cannot reach the span processors of {type(provider).__name__}")
+    with lock:
+        wrapped = [wrap(p) for p in multi._span_processors]  # type: ignore[union-attr]
+        multi._span_processors = tuple(w or p for w, p in zip(wrapped, multi._span_processors, strict=True))  # type: ignore[union-attr]
+    return sum(w is not None for w in wrapped)

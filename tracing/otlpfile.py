@@ -17,6 +17,15 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from callctx.projection.otlpjson import ids_to_hex
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (mode 0600, also when it existed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
 class OtlpJsonFile(SpanExporter):
     """Collects spans and writes them as one OTLP/JSON trace request at shutdown (or flush)."""
 
@@ -34,8 +43,7 @@ class OtlpJsonFile(SpanExporter):
         with self._lock:
             spans = sorted(self._spans, key=lambda s: (s.start_time or 0, s.context.span_id))
         message = ids_to_hex(MessageToDict(encode_spans(spans), use_integers_for_enums=True))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(message, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_private(self.path, json.dumps(message, ensure_ascii=False) + "\n")
         return self.path
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

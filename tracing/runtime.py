@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from callctx.components import Registry, default_registry, tokens
 from callctx.components.ctx import AgentInfo, Attachment, Ctx, DeferredTool, SessionBinding, Skill, WorkspacePolicy
@@ -33,7 +34,7 @@ from .config import Config
 from .execute import CallRecord, execute, write_blobs
 from .models import Model, resolve
 from .processor import ProjectionProcessor
-from .shaping import Shaper, ShapingExporter
+from .shaping import Shaper, ShapingExporter, ShapingProcessor
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +225,7 @@ def setup(
     fsync: FsyncPolicy = "never",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     disable_plugins: Sequence[str] = (),
+    exporters: Sequence[SpanExporter] = (),
 ) -> Runtime:
     """Start recording agentic calls; returns the active :class:`Runtime`.
 
@@ -234,13 +236,16 @@ def setup(
     ``endpoint`` (or ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``) adds a batch OTLP exporter
     (``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` or ``grpc``); the program waits at
     most ``exit_timeout`` seconds for it at exit; ``shape`` redacts secrets and bounds sizes
-    in what it exports (the local log keeps everything); ``send_texts`` attaches the recorded
-    texts of model calls to the chat spans so a remote ``callctx serve`` can rebuild them
-    (default: whenever spans may be exported). ``session_id`` groups every root call of
-    this runtime into one tree (``gen_ai.conversation.id``). ``clock`` returns the current
-    time (the date block reads it; tests pin it). ``disable_plugins`` (and
-    ``$CALLCTX_DISABLE_PLUGINS``) names context-component plugins not to load, by entry-point
-    or distribution name. Every variable callctx reads is listed in :mod:`callctx.settings`.
+    in everything that leaves the process: the exporter it adds, ``exporters`` (your own, added
+    behind a batch processor) and, when it joins a provider, the processors already on it (the
+    local log keeps everything); ``send_texts`` attaches the recorded texts of model calls to
+    the chat spans so a remote ``callctx serve`` can rebuild them (default: when callctx itself
+    exports, through an endpoint or ``exporters``; never by default to a provider it joined).
+    ``session_id`` groups every root call of this runtime into one tree
+    (``gen_ai.conversation.id``). ``clock`` returns the current time (the date block reads it;
+    tests pin it). ``disable_plugins`` (and ``$CALLCTX_DISABLE_PLUGINS``) names
+    context-component plugins not to load, by entry-point or distribution name. Every
+    variable callctx reads is listed in :mod:`callctx.settings`.
     """
     env = settings.read()
     path = log_path if log_path is not None else env.log_path
@@ -249,10 +254,15 @@ def setup(
     processor = ProjectionProcessor(projection, event_log)
 
     provider, owns = _provider(provider)
+    shaper = shape if isinstance(shape, Shaper) else (Shaper() if shape else None)
+    if not owns and shaper is not None:
+        _shape_joined(provider, shaper)
     provider.add_span_processor(processor)
-    exporting = not owns  # a provider we joined may export; ours does when an endpoint is set
+    exporting = False
     if owns:
-        exporting = _add_exporter(provider, env, endpoint, shape)
+        exporting = _add_exporter(provider, otel.exporter_from_settings(env, endpoint), shaper)
+    for exporter in exporters:
+        exporting = _add_exporter(provider, exporter, shaper) or exporting
 
     chosen = resolve(model)
     if registry is None:
@@ -303,12 +313,21 @@ def _provider(given: TracerProvider | None) -> tuple[TracerProvider, bool]:
     return provider, True
 
 
-def _add_exporter(provider: TracerProvider, env: settings.Settings, endpoint: str | None, shape: Shaper | bool) -> bool:
-    """Add a shaped batch OTLP exporter when an endpoint is configured; returns whether one was."""
-    exporter = otel.exporter_from_settings(env, endpoint)
+def _add_exporter(provider: TracerProvider, exporter: SpanExporter | None, shaper: Shaper | None) -> bool:
+    """Add ``exporter`` (shaped) behind a batch processor; returns whether there was one."""
     if exporter is None:
         return False
-    if shape:
-        exporter = ShapingExporter(exporter, shape if isinstance(shape, Shaper) else None)
-    otel.add_batch_exporter(provider, exporter)
+    otel.add_batch_exporter(provider, ShapingExporter(exporter, shaper) if shaper is not None else exporter)
     return True
+
+
+def _shape_joined(provider: TracerProvider, shaper: Shaper) -> None:
+    """The processors a joined provider already has get shaped copies of spans from now on."""
+
+    def wrap(p: SpanProcessor) -> SpanProcessor | None:
+        return None if isinstance(p, (ProjectionProcessor, ShapingProcessor)) else ShapingProcessor(p, shaper)
+
+    try:
+        otel.wrap_processors(provider, wrap)
+    except TypeError as e:
+        log.warning("callctx: %s: its exporters get unshaped spans; pass them to setup(exporters=...) instead", e)

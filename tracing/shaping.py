@@ -1,10 +1,12 @@
 """Export shaping: what leaves the process is redacted and bounded; the local log is not.
 
-A span exporter wrapper. It redacts secrets (API keys, bearer tokens, passwords; patterns are
-configurable) in every string attribute and event, truncates long values while keeping JSON
-valid, caps each span's size, and splits batches so no export request passes 4 MiB (gRPC's
-default message limit). It works on copies: the projection and the event log always see full
-io, since they are fed by their own processor.
+:class:`Shaper` holds the rules: secrets redacted (:mod:`callctx.redact`) in every attribute,
+event, link, status message and resource attribute, long values cut with JSON kept valid,
+each span capped. :class:`ShapingExporter` wraps the exporter callctx adds (and splits
+batches so no export request passes 4 MiB, gRPC's default message limit);
+:class:`ShapingProcessor` wraps the processors of a provider callctx joins, so the program's
+own exporters get shaped copies too. Everything works on copies: the projection and the
+event log always see full io, since they are fed by their own processor.
 """
 
 from __future__ import annotations
@@ -15,54 +17,51 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import Event, ReadableSpan
+import msgspec
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import Link, Status
+
+from callctx.projection.spans import SpanData, SpanEvent
+
+from .redact import REDACTED, Redactor, SecretPattern
+
+__all__ = ["REDACTED", "Shaper", "ShapingExporter", "ShapingProcessor", "shrink_json", "truncate"]
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[REDACTED]"
 MAX_REQUEST = 4 * 1024 * 1024 - 64 * 1024  # keep headroom under 4 MiB for the envelope
-
-DEFAULT_SECRETS: tuple[str, ...] = (
-    r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}",  # OpenAI / Anthropic keys
-    r"\bAIza[0-9A-Za-z_\-]{35}\b",  # Google API keys
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bgh[pousr]_[A-Za-z0-9]{36,}\b",  # GitHub tokens
-    r"\bxox[baprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWTs
-    r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{12,}=*)",  # bearer tokens
-    # key = value / "key": "value" for the usual secret names: only the value goes
-    r"(?i)\b(?:password|passwd|pwd|secret|api_key|apikey|api-key|access_token|token)[\"']?\s{0,3}[:=]\s{0,3}[\"']?"
-    r"(?P<secret>[^\s\"',;}]{4,})",
-)
-SECRET_KEYS = re.compile(r"(?i)(authorization|password|passwd|secret|api[_-]?key|cookie|token)$")
 
 
 class Shaper:
-    """The rules: which patterns to redact, and how long values and spans may be."""
+    """The rules for what leaves the process: secrets redacted (:class:`Redactor`, on raw and
+    JSON-encoded text alike), values cut to ``max_value`` characters with JSON kept valid, a
+    span capped at ``max_span`` bytes.
+
+    ``secrets``: your own patterns, searched for besides the defaults; ``redactor``: a whole
+    :class:`Redactor` of your own instead. Immutable once built: share one between threads.
+    """
 
     def __init__(
         self,
         *,
-        secrets: Sequence[str | re.Pattern[str]] = DEFAULT_SECRETS,
+        secrets: Sequence[str | re.Pattern[str] | SecretPattern] = (),
+        redactor: Redactor | None = None,
         max_value: int = 16 * 1024,
         max_span: int = 256 * 1024,
     ) -> None:
-        self.patterns = [p if isinstance(p, re.Pattern) else re.compile(p) for p in secrets]
+        self.redactor = redactor if redactor is not None else Redactor(extra=secrets)
         self.max_value = max_value
         self.max_span = max_span
 
     def redact(self, text: str) -> str:
-        """Replace each match (or only its ``secret`` group, when the pattern names one)."""
-        for p in self.patterns:
-            text = p.sub(_redact_group, text) if "secret" in p.groupindex else p.sub(REDACTED, text)
-        return text
+        """``text`` with every secret replaced by ``[REDACTED]``."""
+        return self.redactor.redact(text)
 
     def value(self, key: str, value: Any, limit: int) -> Any:
         if isinstance(value, str):
-            if SECRET_KEYS.search(key):
-                return REDACTED
-            return truncate(self.redact(value), limit)
+            return truncate(self.redactor.redact_value(key, value), limit)
         if isinstance(value, (list, tuple)):
             return tuple(self.value(key, v, limit) for v in value)
         return value
@@ -71,6 +70,8 @@ class Shaper:
         return {k: self.value(k, v, limit) for k, v in (attrs or {}).items()}
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
+        """A shaped copy of an SDK span (attributes, events, status, resource); the span itself
+        is untouched."""
         limit = self.max_value
         while True:
             attrs = self.attributes(span.attributes, limit)
@@ -81,25 +82,37 @@ class Shaper:
             limit //= 2  # too big: cut every value harder until the span fits
         if size > self.max_span:
             events = events[: max(0, len(events) // 4)]  # last resort: the texts riding on events go first
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, truncate(self.redact(status.description), self.max_value))
+        resource = span.resource
+        if resource is not None and resource.attributes:
+            resource = Resource(self.attributes(resource.attributes, self.max_value), resource.schema_url)
         return ReadableSpan(
             name=span.name,
             context=span.context,
             parent=span.parent,
-            resource=span.resource,
+            resource=resource,
             attributes=attrs,
             events=events,
-            links=span.links,
+            links=[Link(link.context, self.attributes(link.attributes, limit)) for link in span.links],
             kind=span.kind,
-            status=span.status,
+            status=status,
             start_time=span.start_time,
             end_time=span.end_time,
             instrumentation_scope=span.instrumentation_scope,
         )
 
-
-def _redact_group(m: re.Match[str]) -> str:
-    whole, start = m.group(0), m.start()
-    return whole[: m.start("secret") - start] + REDACTED + whole[m.end("secret") - start :]
+    def span_data(self, span: SpanData) -> SpanData:
+        """A shaped copy of a format-neutral span (export files)."""
+        limit = self.max_value
+        return msgspec.structs.replace(
+            span,
+            name=self.redact(span.name),
+            attributes=self.attributes(span.attributes, limit),
+            events=[SpanEvent(e.name, e.time_ns, self.attributes(e.attributes, limit)) for e in span.events],
+            error=truncate(self.redact(span.error), limit) if span.error else span.error,
+        )
 
 
 def _size(attrs: Any) -> int:
@@ -210,6 +223,34 @@ class ShapingExporter(SpanExporter):
             if self.inner.export(batch) is not SpanExportResult.SUCCESS:
                 result = SpanExportResult.FAILURE
         return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class ShapingProcessor(SpanProcessor):
+    """Wraps a span processor of a TracerProvider callctx joined (the program's own exporters:
+    Phoenix, Logfire, Langfuse...): it is handed shaped copies of ended spans, never the
+    originals. Threading and errors as the processor it wraps; a span that cannot be shaped
+    is dropped for it (and logged), never passed on unshaped."""
+
+    def __init__(self, inner: SpanProcessor, shaper: Shaper) -> None:
+        self.inner = inner
+        self.shaper = shaper
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.inner.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            shaped = self.shaper.span(span)
+        except Exception:
+            log.exception("callctx: shaping failed; span %r not passed to %s", span.name, type(self.inner).__name__)
+            return
+        self.inner.on_end(shaped)
 
     def shutdown(self) -> None:
         self.inner.shutdown()

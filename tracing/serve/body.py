@@ -1,5 +1,9 @@
 """Reading an OTLP/HTTP request body: its length checked, chunked transfer and gzip / deflate
-decoded, and nothing over the size limit read or inflated (gzip bombs included)."""
+decoded (every member of a multi-member gzip body), and nothing over the size limit read or
+inflated (gzip bombs included, across members).
+
+The socket's time limits are the server's business (see ``http_server``): a read that runs out
+of time raises ``TimeoutError`` through here."""
 
 from __future__ import annotations
 
@@ -62,11 +66,49 @@ def _read_chunked(rfile: Any, limit: int) -> bytes:
 
 
 def _inflate(raw: bytes, limit: int, *, gzip_header: bool) -> bytes:
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS if gzip_header else zlib.MAX_WBITS)
-    try:
-        out = d.decompress(raw, limit + 1)
-    except zlib.error as e:
-        raise BodyError(400, f"bad compressed body: {e}") from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise BodyError(413, f"decompressed body exceeds the {limit}-byte limit")
-    return out
+    """Inflate a whole body: every member of a multi-member gzip stream (concatenated members
+    are valid gzip; at most :data:`MAX_MEMBERS`), with ``limit`` counted across all of them. A
+    stream cut short, or bytes after it that do not start another member, are refused (400):
+    nothing is dropped silently.
+
+    Input is fed in pieces that start small and double, so the bytes zlib copies past the end
+    of each member stay in proportion to the member (a body of many tiny members is linear)."""
+    wbits = 16 + zlib.MAX_WBITS if gzip_header else zlib.MAX_WBITS
+    view = memoryview(raw)
+    parts: list[bytes] = []
+    total = pos = 0
+    for _ in range(MAX_MEMBERS):
+        d = zlib.decompressobj(wbits)
+        step = _FIRST_PIECE
+        while True:  # one piece of it
+            piece = view[pos : pos + step]
+            try:
+                out = d.decompress(piece, limit - total + 1)
+            except zlib.error as e:
+                raise BodyError(400, f"bad compressed body: {e}") from None
+            total += len(out)
+            if total > limit or d.unconsumed_tail:  # output stopped at the limit: more was to come
+                raise BodyError(413, f"decompressed body exceeds the {limit}-byte limit")
+            parts.append(out)
+            if d.eof:
+                pos += len(piece) - len(d.unused_data)
+                break
+            pos += len(piece)
+            if pos >= len(raw):
+                raise BodyError(400, "bad compressed body: the stream is cut short")
+            step = min(step * 2, _LAST_PIECE)
+        if pos >= len(raw):
+            return b"".join(parts)
+        if not gzip_header:
+            raise BodyError(400, "bad compressed body: bytes after the end of the deflate stream")
+        if view[pos : pos + 2] != _GZIP_MAGIC:
+            if not raw[pos:].strip(b"\0"):  # zero padding after the last member, as gzip(1) accepts
+                return b"".join(parts)
+            raise BodyError(400, "bad compressed body: bytes after a gzip member that start no other member")
+    raise BodyError(400, f"compressed body of more than {MAX_MEMBERS} gzip members")
+
+
+MAX_MEMBERS = 4096  # a body of more gzip members than this is refused (400): none but a hostile sender makes one
+_GZIP_MAGIC = b"\x1f\x8b"
+_FIRST_PIECE = 256
+_LAST_PIECE = 1 << 20

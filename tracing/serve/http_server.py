@@ -1,16 +1,29 @@
 """OTLP/HTTP (``POST /v1/traces``, protobuf or JSON) and the read API over HTTP.
 
-Threading: one thread per connection (``ThreadingHTTPServer``); every handler goes through
-the :class:`Receiver`, which is thread-safe. A client that hangs up mid-request is logged at
-debug level, never raised.
+Threading: connections are served by a bounded pool of worker threads (at most
+``max_connections``; a worker idle for a while exits). A connection over the cap is answered
+``503`` with ``Retry-After`` straight from the accepting thread and closed (a single helper
+thread drains what the client still sends, so the close does not reset the answer away); no
+thread is started for it. Every handler goes through the :class:`Receiver`, which is
+thread-safe. A client that hangs up mid-request is logged at debug level, never raised.
+
+Time limits: each request (its request line, headers and body) must arrive within
+``read_timeout`` seconds of when the server starts waiting for it, a keep-alive connection
+that stays idle that long included; each recv is given only the time left, so a client that
+trickles bytes is closed too. Each response write gets ``read_timeout`` seconds.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import queue
+import selectors
+import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -27,11 +40,51 @@ from .receiver import JSON, PROTOBUF, Receiver
 
 log = logging.getLogger(__name__)
 
+DEFAULT_READ_TIMEOUT = 10.0  # seconds for a whole request to arrive (and for each response write)
+DEFAULT_MAX_CONNECTIONS = 256
+RETRY_AFTER = 1  # seconds, in the 503 answered over the connection cap
+IDLE_WORKER = 30.0  # seconds a worker thread waits for a connection before it exits
 
-def make_handler(rx: Receiver) -> type[BaseHTTPRequestHandler]:
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's input, each recv given only the time left until the handler's deadline."""
+
+    def __init__(self, sock: socket.socket, handler: Any) -> None:
+        self._sock = sock
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self._handler.deadline
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "callctx-receiver"
         protocol_version = "HTTP/1.1"
+        timeout = read_timeout  # set on the socket by StreamRequestHandler.setup
+        deadline: float | None = None  # monotonic time by which the request must have arrived
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+
+        def handle_one_request(self) -> None:
+            self.deadline = time.monotonic() + read_timeout  # waiting for a request counts too
+            super().handle_one_request()
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            self.deadline = None  # the request is in: the response's writes get their own limit
+            self.connection.settimeout(read_timeout)
+            super().send_response(code, message)
 
         def log_message(self, fmt: str, *args: Any) -> None:
             log.debug("%s " + fmt, self.address_string(), *args)
@@ -105,12 +158,12 @@ def make_handler(rx: Receiver) -> type[BaseHTTPRequestHandler]:
             url = urlparse(self.path)
             parts = [p for p in url.path.split("/") if p]
             if parts == ["health"]:
-                s = rx.stats
-                self._json(
-                    200,
-                    {"status": "ok", "spans": s.spans, "rejected": s.rejected, "malformed": s.malformed,
-                     "events": rx.projection.events, "traces": len(rx.projection.trees)},
-                )  # fmt: skip
+                # liveness for anyone; the counters only for who may read the API
+                detail = rx.authorized(self.headers.get("Authorization"))
+                health = rx.health(detail=detail)
+                if detail:
+                    health["open_connections"] = getattr(self.server, "open_connections", None)
+                self._json(200, health)
                 return
             if not self._authorized():
                 return
@@ -124,13 +177,12 @@ def make_handler(rx: Receiver) -> type[BaseHTTPRequestHandler]:
         def _api(self, parts: list[str], query: dict[str, list[str]]) -> None:
             rr = query.get("render_range", [None])[0]
             render_range = int(rr) if rr is not None else None
-            p = rx.projection
             if parts == ["api", "traces"]:
                 self._json(200, {"traces": rx.traces()})
             elif len(parts) == 4 and parts[:2] == ["api", "traces"] and parts[3] == "tree":
-                self._send(200, p.session_tree(parts[2], render_range=render_range).encode(), "application/yaml")
+                self._send(200, rx.session_tree(parts[2], render_range=render_range).encode(), "application/yaml")
             elif len(parts) == 4 and parts[:2] == ["api", "spans"] and parts[3] == "tree":
-                self._send(200, p.tree(parts[2], render_range=render_range).encode(), "application/yaml")
+                self._send(200, rx.span_tree(parts[2], render_range=render_range).encode(), "application/yaml")
             elif parts == ["api", "calls"]:
                 calls, _ = rx.calls()
                 rows = [{"index": c.index, "function": c.function, "call_path": c.call_path, "span_id": c.span_id,
@@ -144,8 +196,184 @@ def make_handler(rx: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+_BUSY_BODY = b'{"error": "too many connections; retry later"}'
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nServer: callctx-receiver\r\nContent-Type: application/json\r\n"
+    + f"Retry-After: {RETRY_AFTER}\r\nConnection: close\r\nContent-Length: {len(_BUSY_BODY)}\r\n\r\n".encode()
+    + _BUSY_BODY
+)
+
+
+class _Rejecter:
+    """Closes connections turned away over the cap without resetting them: the 503 is sent
+    and the write side shut by the accepting thread; this one thread (started on first use)
+    then reads and discards what the client still sends, and closes the socket when the
+    client has closed its side or after ``linger`` seconds. At most ``pending`` wait at once;
+    past that a turned-away connection is closed at once."""
+
+    def __init__(self, linger: float = 2.0, pending: int = 1024) -> None:
+        self._linger = linger
+        self._max = pending
+        self._queue: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._waiting = 0
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+
+    def reject(self, sock: socket.socket) -> None:
+        try:
+            sock.setblocking(False)
+            sock.send(_BUSY)  # a few hundred bytes into an empty send buffer: never blocks
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            sock.close()
+            return
+        with self._lock:
+            if self._waiting >= self._max:
+                sock.close()
+                return
+            self._waiting += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="callctx-http-reject", daemon=True)
+                self._thread.start()
+        self._queue.put(sock)
+        self._wake()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:  # the pipe is full: the thread is awake anyway
+            pass
+
+    def _run(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._wake_r, selectors.EVENT_READ)
+        deadlines: dict[socket.socket, float] = {}
+        running = True
+        while running or deadlines:
+            timeout = max(0.0, min(deadlines.values()) - time.monotonic()) if deadlines else None
+            for key, _ in sel.select(timeout):
+                sock = key.fileobj
+                if sock is self._wake_r:
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except OSError:
+                        pass
+                    continue
+                try:
+                    more = sock.recv(65536)  # type: ignore[union-attr]
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    more = b""
+                if not more:
+                    self._drop(sel, deadlines, sock)  # type: ignore[arg-type]
+            while True:
+                try:
+                    sock = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if sock is None:
+                    running = False
+                    continue
+                deadlines[sock] = time.monotonic() + self._linger
+                sel.register(sock, selectors.EVENT_READ)
+            now = time.monotonic()
+            for sock in [s for s, d in deadlines.items() if d <= now]:
+                self._drop(sel, deadlines, sock)
+            if not running:
+                for sock in list(deadlines):
+                    self._drop(sel, deadlines, sock)
+        sel.close()
+        with self._lock:
+            self._thread = None
+
+    def _drop(self, sel: selectors.BaseSelector, deadlines: dict[socket.socket, float], sock: socket.socket) -> None:
+        sel.unregister(sock)
+        del deadlines[sock]
+        sock.close()
+        with self._lock:
+            self._waiting -= 1
+
+
 class _Server(ThreadingHTTPServer):
+    """A threading HTTP server whose connections run on a bounded pool of workers.
+
+    Invariant (under ``_lock``): ``workers >= busy``, where ``busy`` counts the connections
+    accepted and not yet closed (queued or being served) and ``workers`` the worker threads
+    alive; so every queued connection has a worker free to take it, and never more than
+    ``max_connections`` workers exist.
+    """
+
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: connections the kernel holds before accept
+
+    def __init__(self, address: Any, handler: Any, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self.max_connections = max_connections
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._workers = 0
+        self._queue: queue.SimpleQueue[tuple[Any, Any] | None] = queue.SimpleQueue()
+        self._rejecter = _Rejecter()
+        super().__init__(address, handler)
+
+    @property
+    def open_connections(self) -> int:
+        return self._busy
+
+    @property
+    def worker_threads(self) -> int:
+        return self._workers
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            full = self._busy >= self.max_connections
+            if not full:
+                self._busy += 1
+                spawn = self._workers < self._busy
+                if spawn:
+                    self._workers += 1
+        if full:
+            log.debug("callctx: %s turned away: %d connections open", client_address, self.max_connections)
+            self._rejecter.reject(request)
+            return
+        self._queue.put((request, client_address))
+        if spawn:
+            try:
+                threading.Thread(target=self._work, name="callctx-http", daemon=True).start()
+            except RuntimeError:  # cannot start a thread: give the slot back and close this connection
+                with self._lock:
+                    self._workers -= 1
+                raise
+
+    def _work(self) -> None:
+        while True:
+            try:
+                item = self._queue.get(timeout=IDLE_WORKER)
+            except queue.Empty:
+                with self._lock:
+                    if self._workers > self._busy:  # enough others for what is queued: leave
+                        self._workers -= 1
+                        return
+                continue
+            if item is None:
+                with self._lock:
+                    self._workers -= 1
+                return
+            try:
+                self.process_request_thread(*item)  # handles, reports errors, closes the socket
+            finally:
+                with self._lock:
+                    self._busy -= 1
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-request is not an error of ours; anything else is logged."""
@@ -155,10 +383,28 @@ class _Server(ThreadingHTTPServer):
         else:
             log.exception("callctx: request from %s failed", client_address)
 
+    def shutdown(self) -> None:
+        """Stop accepting, close the listening socket, and let idle workers go."""
+        super().shutdown()
+        self.server_close()
+        with self._lock:
+            workers = self._workers
+        for _ in range(workers):
+            self._queue.put(None)
+        self._rejecter.close()
 
-def serve_http(rx: Receiver, host: str = "127.0.0.1", port: int = 4318) -> ThreadingHTTPServer:
+
+def serve_http(
+    rx: Receiver,
+    host: str = "127.0.0.1",
+    port: int = 4318,
+    *,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> ThreadingHTTPServer:
     """Start the OTLP/HTTP server and read API in a background thread."""
-    server = _Server((host, port), make_handler(rx))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="callctx-http", daemon=True).start()
+    if read_timeout <= 0:
+        raise ValueError(f"read_timeout must be positive, not {read_timeout}")
+    server = _Server((host, port), make_handler(rx, read_timeout), max_connections=max_connections)
+    threading.Thread(target=server.serve_forever, name="callctx-http-accept", daemon=True).start()
     return server

@@ -5,6 +5,32 @@ Threading: every method is safe to call from the HTTP and gRPC worker threads at
 ingest holds the projection's lock around the log write and the fold, so the log's order is
 the fold's order. Errors: a malformed body raises ``ValueError`` (the transports answer 400
 and keep serving); a log that cannot be written raises ``OSError`` (503).
+
+Memory: finished traces leave memory, the log keeps them
+-------------------------------------------------------
+The receiver keeps at most ``max_traces`` call trees in memory, and at most ``max_traces``
+traces with spans in memory. Past either, it evicts the least recently updated traces (a trace
+is updated when a request brings spans of it) whose spans have all ended, each together with
+every tree its calls are listed in and every trace listed in those trees (a session tree goes
+whole, with all its traces). A trace with a running span stays, unless memory passes a hard
+cap of ``HARD_CAP_FACTOR`` x ``max_traces`` (trees or traces): then the least recently updated
+go, running or not, until it is back under the cap.
+
+What an evicted tree leaves in memory is one small index entry: the byte ranges of the log
+that hold its records (one range per stretch of requests; ranges less than ``MERGE_GAP``
+apart merge), its span count, and what ``/api/traces`` lists (top calls, their function
+names, the first start time): about 60 bytes for a trace of its own (a fixed-size record in
+a packed table), a few hundred for a session tree (which also names its traces). Every span
+id also costs ``BLOOM_BITS`` bits in a Bloom filter per stretch of ``SEGMENT_SPANS`` spans,
+which finds the stretch of log to scan when an evicted span's tree is asked for.
+
+Reading an evicted tree (``/api/traces/{id}/tree``, ``/api/spans/{id}/tree``) folds it back
+from the log: the records in its ranges that belong to its traces, into a fresh projection,
+rendered the same way; the fold does not depend on what else it has seen, so the text equals
+what the live tree rendered. Spans that arrive for an evicted trace (or into an evicted
+session tree) first bring the tree back into memory from the log, then fold as usual.
+``/api/traces`` lists every tree, in memory or not. Without a log, evicted trees are listed
+but cannot be read back.
 """
 
 from __future__ import annotations
@@ -12,15 +38,22 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import re
+import struct
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+import msgspec
 
 from callctx.projection.calls import ModelCall, read_calls
-from callctx.projection.events import encode
+from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted, decode, decode_lines, encode
 from callctx.projection.fold import Projection
 from callctx.projection.log import EventLog, FsyncPolicy
+from callctx.projection.node import ENDED, STARTED, Node
 from callctx.projection.otlp import Decoded, decode_json, decode_protobuf
 from callctx.projection.spans import to_records
 
@@ -30,8 +63,17 @@ from .body import BodyError
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY = 16 << 20  # bytes, after decompression
+DEFAULT_MAX_TRACES = 1000
+HARD_CAP_FACTOR = 4  # past this many times max_traces, even trees with running spans leave memory
+MERGE_GAP = 1 << 20  # a tree's log ranges closer than this many bytes merge into one
+SEGMENT_SPANS = 1 << 16  # spans per stretch of log with its own Bloom filter
+BLOOM_BITS = 10  # bits per span (4 probes: about 1% false positives)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+
+_RUNNING = STARTED | ENDED
+_CHUNK = 1 << 22
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
 @dataclass
@@ -55,7 +97,8 @@ class Stats:
 
 
 class Receiver:
-    """Folds OTLP trace requests into one projection and one event log."""
+    """Folds OTLP trace requests into one projection and one event log, keeping at most
+    ``max_traces`` trees in memory (see the module docstring for the eviction policy)."""
 
     def __init__(
         self,
@@ -64,12 +107,24 @@ class Receiver:
         max_body: int = DEFAULT_MAX_BODY,
         token: str | None = None,
         fsync: FsyncPolicy = "never",
+        max_traces: int = DEFAULT_MAX_TRACES,
     ) -> None:
+        if max_traces < 1:
+            raise ValueError(f"max_traces must be at least 1, not {max_traces}")
         self.projection = Projection()
         self.log = EventLog(log_path, fsync=fsync) if log_path else None
         self.max_body = max_body
         self.token = token
+        self.max_traces = max_traces
         self.stats = Stats()
+        self.evictions = 0  # trees evicted so far (one tree may leave and come back many times)
+        self._live: OrderedDict[str, _Live] = OrderedDict()  # traces in memory, least recently updated first
+        self._index = _Index()  # trees out of memory
+        self._home: dict[str, str] = {}  # trace -> its evicted entry, when not keyed by the trace itself
+        self._functions: dict[str, int] = {}
+        self._function_names: list[str] = []
+        self._spans = _SpanFilter(self._log_size())
+        self._log_failed = False  # a write was refused once: offsets past it are not exact
 
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Decoded:
@@ -92,21 +147,54 @@ class Receiver:
 
     def ingest(self, decoded: Decoded) -> Decoded:
         """Append and fold the spans of one request (in start order, so parents come first
-        when the sender batched children ahead of them)."""
+        when the sender batched children ahead of them); then bring back from the log the
+        evicted trees these spans belong to, and evict what is over the limit."""
         t0 = time.perf_counter()
         fold = log_time = 0.0
         proj = self.projection
         spans = sorted(decoded.spans, key=lambda sp: (sp.start_ns, sp.span_id))
         with proj.lock:
+            event_log = self.log
+            base = pos = self._log_size()
+            self._spans.begin(base)
+            touched: dict[str, list[int]] = {}  # trace -> [first byte, end] of its records here
+            refused = False
             for sp in spans:
+                tid = sp.trace_id
+                live = self._live.get(tid)
+                if live is None:
+                    live = self._live[tid] = _Live()
+                self._spans.add(sp.span_id)
+                first = pos
                 for rec in to_records(sp):
-                    if self.log is not None:
+                    if event_log is not None:
+                        line = encode(rec)
                         a = time.perf_counter()
-                        self.log.write(encode(rec))
+                        if not event_log.write(line):
+                            refused = True
                         log_time += time.perf_counter() - a
+                        pos += len(line)
                     a = time.perf_counter()
-                    proj.apply_locked(rec)
+                    self._apply(rec, live)
                     fold += time.perf_counter() - a
+                here = touched.get(tid)
+                if here is None:
+                    touched[tid] = [first, pos]
+                else:
+                    here[1] = pos
+            if event_log is not None:
+                end = self._log_size()
+                if refused or end != pos:  # held back, or bytes we did not count: cover them all
+                    self._log_failed |= refused
+                    for here in touched.values():
+                        here[0], here[1] = base, -1 if refused else end
+            for tid, (start, stop) in touched.items():
+                live = self._live[tid]
+                if event_log is not None:
+                    live.add_range(start, stop)
+                self._live.move_to_end(tid)
+            self._bring_back_locked(touched, spans)
+            self._evict_locked()
         self.stats.add(
             requests=1,
             spans=len(spans),
@@ -116,6 +204,25 @@ class Receiver:
             seconds_total=time.perf_counter() - t0,
         )
         return decoded
+
+    def _apply(self, rec: Record, live: _Live) -> None:
+        """Fold one record of ``live``'s trace, keeping its span list and running count."""
+        t = type(rec)
+        proj = self.projection
+        if t is SpanStarted or t is SpanEnded:
+            nodes = proj.nodes
+            sid = rec.span_id  # type: ignore[union-attr]
+            n = nodes.get(sid)
+            if n is None:
+                live.spans.append(sid)
+                before = 0
+            else:
+                before = n.state
+            proj.apply_locked(rec)
+            after = nodes[sid].state
+            live.open += ((after & _RUNNING) == STARTED) - ((before & _RUNNING) == STARTED)
+        else:
+            proj.apply_locked(rec)
 
     def authorized(self, header: str | None) -> bool:
         """Does an ``Authorization`` header carry the token (always, when none is set)?"""
@@ -129,15 +236,309 @@ class Receiver:
             with self.projection.lock:
                 self.log.close()
 
+    def _log_size(self) -> int:
+        if self.log is None:
+            return 0
+        try:
+            return os.stat(self.log.path).st_size
+        except OSError:
+            return -1  # never equal to a count of bytes: the ranges of this request widen to the end
+
+    # ---- eviction -------------------------------------------------------------------------
+    def _evict_locked(self) -> None:
+        """Evict least recently updated finished traces (with their trees) down to the limit;
+        past the hard cap, running ones too. The caller holds the projection's lock."""
+        proj = self.projection
+        limit = self.max_traces
+        trees, live = len(proj.trees), len(self._live)
+        if trees <= limit and live <= limit:
+            return
+        chosen: set[str] = set()
+        keys_out: list[str] = []
+        spans_out: list[str] = []
+        entries: list[_Entry] = []
+        for cap, running_too in ((limit, False), (limit * HARD_CAP_FACTOR, True)):
+            if trees <= cap and live <= cap:
+                continue
+            for tid in list(self._live):
+                if trees <= cap and live <= cap:
+                    break
+                if tid in chosen or (self._live[tid].open and not running_too):
+                    continue
+                traces, keys, running = self._component(tid)
+                if running and not running_too:
+                    continue
+                chosen |= traces
+                entries += self._entries(traces, keys)
+                keys_out += keys
+                for t in traces:
+                    spans_out += self._live[t].spans
+                trees -= len(keys)
+                live -= len(traces)
+        if not chosen:
+            return
+        proj.forget_locked(keys_out, spans_out)
+        for tid in chosen:
+            del self._live[tid]
+        for entry in entries:
+            self._index.put(entry)
+            if entry.top_calls >= 0:
+                self.evictions += 1
+            for tid in entry.members:
+                if tid != entry.key:
+                    self._home.setdefault(tid, entry.key)
+
+    def _component(self, tid: str) -> tuple[set[str], list[str], bool]:
+        """The traces and trees that must leave memory together with trace ``tid`` (its calls'
+        trees, every trace listed in those, and so on), and whether any of them runs."""
+        proj = self.projection
+        nodes, trees = proj.nodes, proj.trees
+        traces = {tid}
+        keys: list[str] = []
+        seen: set[str] = set()
+        todo = [tid]
+        running = False
+
+        def add(key: str) -> None:
+            seen.add(key)
+            keys.append(key)
+            for n in _calls_in(trees[key]):
+                if n.trace_id not in traces:
+                    traces.add(n.trace_id)
+                    todo.append(n.trace_id)
+
+        while todo:
+            t = todo.pop()
+            live = self._live.get(t)
+            if live is None:
+                continue
+            if live.open:
+                running = True
+            if t in trees and t not in seen:
+                add(t)
+            for sid in live.spans:
+                n = nodes.get(sid)
+                if n is None:
+                    continue
+                key = _tree_key(n)
+                if key is not None and key not in seen:
+                    add(key)
+                conv = n.conv if n.extra else None  # a tree a read of this span made (see Projection.view)
+                if conv is not None and conv in trees and conv not in seen:
+                    add(conv)
+        return traces, keys, running
+
+    def _entries(self, traces: set[str], keys: list[str]) -> list[_Entry]:
+        """The index entries of one evicted component (computed before it is forgotten)."""
+        ranges = _merge(r for t in traces for r in self._live[t].ranges)
+        count = sum(len(self._live[t].spans) for t in traces)
+        members = tuple(sorted(traces))
+        out = []
+        for key in keys:
+            tops = self.projection.trees[key].top_calls
+            functions = tuple(self._function_id(n.function) for n in tops[:20])
+            out.append(_Entry(key, ranges, count, len(tops), tops[0].start_ns if tops else 0, functions, members))
+        if not keys:  # spans that list no call: kept so that late spans of the trace bring them back
+            out.append(_Entry(members[0], ranges, count, -1, 0, (), members))
+        return out
+
+    def _function_id(self, name: str) -> int:
+        i = self._functions.get(name)
+        if i is None:
+            i = self._functions[name] = len(self._function_names)
+            self._function_names.append(name)
+        return i
+
+    def _bring_back_locked(self, touched: Iterable[str], spans: list[Any]) -> None:
+        """Fold back into memory the evicted trees that spans of this request belong to."""
+        index = self._index
+        if not len(index):
+            return
+        wanted: set[str] = set()
+        for tid in touched:
+            key = self._home.get(tid, tid)
+            if key in index:
+                wanted.add(key)
+        nodes = self.projection.nodes
+        checked: set[str] = set()
+        for sp in spans:
+            n = nodes.get(sp.span_id)
+            key = _tree_key(n) if n is not None else None
+            if key is not None and key not in checked:
+                checked.add(key)
+                if key in index:
+                    wanted.add(key)
+        for key in sorted(wanted):
+            self._rehydrate_locked(key)
+
+    def _rehydrate_locked(self, key: str) -> None:
+        """Apply the records of an evicted tree (and of every tree evicted with it) to the live
+        projection again; the fold does not depend on order, so this is as if they never left."""
+        proj = self.projection
+        nodes = proj.nodes
+        restored: set[str] = set()
+        todo = [key]
+        while todo:
+            entry = self._index.pop(todo.pop())
+            if entry is None:
+                continue
+            fresh = [t for t in entry.members if t not in restored]
+            restored.update(fresh)
+            for tid in entry.members:
+                if self._home.get(tid) == entry.key:
+                    del self._home[tid]
+            if not fresh:
+                continue
+            lives = {}
+            for tid in fresh:
+                live = self._live.get(tid)
+                if live is None:
+                    live = self._live[tid] = _Live()
+                live.ranges[:0] = [[s, e] for s, e in entry.ranges]
+                self._live.move_to_end(tid)
+                lives[tid] = live
+            applied = 0
+            if self.log is not None:
+                for rec in self._records(entry.ranges):
+                    t = type(rec)
+                    if t is SpanStarted or t is SpanEnded or t is Collapsed:
+                        live = lives.get(rec.trace_id)  # type: ignore[union-attr]
+                        if live is not None:
+                            self._apply(rec, live)
+                            applied += 1
+            proj.events -= applied  # these were counted when they first arrived
+            for tid in fresh:  # trees evicted together with this one are back too
+                for sid in lives[tid].spans:
+                    n = nodes.get(sid)
+                    other = _tree_key(n) if n is not None else None
+                    if other is not None and other in self._index:
+                        todo.append(other)
+                if tid in self._index:
+                    todo.append(tid)
+
+    # ---- reading back ---------------------------------------------------------------------
+    def _records(self, ranges: Iterable[tuple[int, int]]) -> Iterator[Record]:
+        assert self.log is not None
+        for block in _blocks(self.log.path, ranges):
+            yield from _decode_block(block)
+
+    def _fold_back(self, entry: _Entry) -> Projection:
+        """A fresh projection of an evicted tree's traces, from the log."""
+        if self.log is None:
+            raise KeyError(f"{entry.key!r} left memory and there is no event log to read it back from")
+        scratch = Projection(output_limit=self.projection.output_limit)
+        members = frozenset(entry.members)
+        with scratch.lock:
+            for rec in self._records(entry.ranges):
+                t = type(rec)
+                if (t is SpanStarted or t is SpanEnded or t is Collapsed) and rec.trace_id in members:  # type: ignore[union-attr]
+                    scratch.apply_locked(rec)
+        if self.projection.recovered:
+            scratch.mark_recovered()
+        return scratch
+
+    def session_tree(self, key: str, *, render_range: int | None = None) -> str:
+        """The whole tree of a session or trace, in memory or folded back from the log."""
+        proj = self.projection
+        for _ in range(3):
+            with proj.lock:
+                live = key in proj.trees
+                entry = None if live else self._index.get(key)
+            if live:
+                try:
+                    return proj.session_tree(key, render_range=render_range)
+                except KeyError:
+                    continue  # evicted in between: look again
+            if entry is None or entry.top_calls < 0:
+                break
+            scratch = self._fold_back(entry)
+            if key not in scratch.trees:  # a tree with no call in it (made by a read): as it rendered
+                return ""
+            return scratch.session_tree(key, render_range=render_range)
+        raise KeyError(f"no session or trace {key!r}")
+
+    def span_tree(self, span_id: str, *, render_range: int | None = None) -> str:
+        """The tree as the call ``span_id`` sees it, in memory or folded back from the log."""
+        proj = self.projection
+        for _ in range(3):
+            with proj.lock:
+                live = span_id in proj.nodes
+            if live:
+                try:
+                    return proj.tree(span_id, render_range=render_range)
+                except KeyError:
+                    continue
+            entry = self._evicted_entry_of(span_id)
+            if entry is None:
+                break
+            if entry is _AGAIN:
+                continue
+            return self._fold_back(entry).tree(span_id, render_range=render_range)
+        raise KeyError(f"unknown span {span_id!r}")
+
+    def _evicted_entry_of(self, span_id: str) -> Any:
+        """The index entry of an evicted span's tree: the Bloom filters name the stretches of
+        log that may hold it, a scan finds its record and so its trace. ``_AGAIN``: it came back
+        into memory meanwhile."""
+        if self.log is None or not _SPAN_ID.fullmatch(span_id):
+            return None
+        with self.projection.lock:
+            stretches = self._spans.stretches(span_id)
+            if self._log_failed and stretches:  # records held back were written later than counted
+                stretches = [(stretches[0][0], -1)]
+        pattern = b'"span_id":"' + span_id.encode() + b'"'
+        trace_id = None
+        for block in _blocks(self.log.path, stretches):
+            i = block.find(pattern)
+            while i >= 0 and trace_id is None:
+                start = block.rfind(b"\n", 0, i) + 1
+                end = block.find(b"\n", i)
+                try:
+                    rec = decode(block[start : end if end >= 0 else len(block)])
+                except _DECODE_ERRORS:
+                    rec = None
+                if (type(rec) is SpanStarted or type(rec) is SpanEnded) and rec.span_id == span_id:  # type: ignore[union-attr]
+                    trace_id = rec.trace_id  # type: ignore[union-attr]
+                i = block.find(pattern, i + 1)
+            if trace_id is not None:
+                break
+        if trace_id is None:
+            return None
+        with self.projection.lock:
+            if span_id in self.projection.nodes:
+                return _AGAIN
+            return self._index.get(self._home.get(trace_id, trace_id))
+
     # ---- read API -------------------------------------------------------------------------
     def traces(self) -> list[dict[str, Any]]:
+        """Every tree received, in memory or evicted, by first start time."""
         p = self.projection
-        out = []
-        for key in p.sessions():
-            tree = p.trees[key]
-            tops = tree.top_calls
-            out.append({"id": key, "top_calls": len(tops), "functions": [n.function for n in tops][:20]})
-        return out
+        rows: list[tuple[tuple[int, str], dict[str, Any]]] = []
+        with p.lock:
+            for key, tree in p.trees.items():
+                tops = tree.top_calls
+                row = {"id": key, "top_calls": len(tops), "functions": [n.function for n in tops[:20]],
+                       "in_memory": True}  # fmt: skip
+                rows.append(((tops[0].start_ns if tops else 0, key), row))
+            names = self._function_names
+            for key, start_ns, top_calls, functions in self._index.listed():
+                row = {"id": key, "top_calls": top_calls, "functions": [names[i] for i in functions],
+                       "in_memory": False}  # fmt: skip
+                rows.append(((start_ns, key), row))
+        rows.sort(key=lambda r: r[0])
+        return [row for _, row in rows]
+
+    def health(self, *, detail: bool = True) -> dict[str, Any]:
+        """Liveness, and with ``detail`` the counters."""
+        if not detail:
+            return {"status": "ok"}
+        s = self.stats
+        p = self.projection
+        with p.lock:
+            in_memory, evicted, events, nodes = len(p.trees), self._index.listed_count, p.events, len(p.nodes)
+        return {"status": "ok", "spans": s.spans, "rejected": s.rejected, "malformed": s.malformed,
+                "events": events, "traces": in_memory + evicted, "traces_in_memory": in_memory,
+                "traces_evicted": evicted, "spans_in_memory": nodes}  # fmt: skip
 
     def calls(self) -> tuple[list[ModelCall], dict[str, str]]:
         """The model calls received so far, and the texts they were built from."""
@@ -154,3 +555,262 @@ class Receiver:
             return as_json(rebuild(calls[n - 1], blobs))
         except Unrebuildable as e:  # texts that never arrived, or arrived altered
             raise KeyError(str(e)) from None
+
+
+_AGAIN = object()
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+class _Live:
+    """A trace with spans in memory: the spans received, how many run, where its records are."""
+
+    __slots__ = ("open", "ranges", "spans")
+
+    def __init__(self) -> None:
+        self.spans: list[str] = []
+        self.open = 0  # spans started and not ended
+        self.ranges: list[list[int]] = []  # [first byte, end] in the log; end -1: to the end of the log
+
+    def add_range(self, start: int, end: int) -> None:
+        ranges = self.ranges
+        if ranges:
+            last = ranges[-1]
+            if last[1] < 0:
+                return
+            if start - last[1] <= MERGE_GAP:
+                last[1] = end if end < 0 else max(last[1], end)
+                return
+        ranges.append([start, end])
+
+
+class _Entry(NamedTuple):
+    """One evicted tree (``top_calls`` -1: spans of traces that list no call, not shown)."""
+
+    key: str
+    ranges: tuple[tuple[int, int], ...]
+    spans: int
+    top_calls: int
+    start_ns: int
+    functions: tuple[int, ...]  # ids of the first 20 top calls' function names
+    members: tuple[str, ...]  # the traces whose records make the tree
+
+
+def _merge(ranges: Iterable[list[int] | tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted((r[0], r[1]) for r in ranges):
+        if out:
+            ls, le = out[-1]
+            if le < 0:
+                continue
+            if s - le <= MERGE_GAP:
+                out[-1] = (ls, e if e < 0 else max(le, e))
+                continue
+        out.append((s, e))
+    return tuple(out)
+
+
+_FIXED = struct.Struct("<16sqqIiqi")  # trace id, first byte, end, spans, top calls, start, function
+
+
+class _Index:
+    """The evicted trees. The common one, a trace of its own with one range of log and at most
+    one top call, is a 52-byte record in a table of packed buckets (found by ``bytes.find``);
+    any other is a msgpack entry in a dict. Not thread-safe: the receiver holds its lock."""
+
+    def __init__(self) -> None:
+        self._buckets: list[bytearray] = [bytearray() for _ in range(256)]
+        self._fixed = 0
+        self._other: dict[str, bytes] = {}
+        self.listed_count = 0
+
+    def __len__(self) -> int:
+        return self._fixed + len(self._other)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._other or self._find(key)[1] >= 0
+
+    def _find(self, key: str) -> tuple[bytearray | None, int]:
+        if len(key) != 32 or not self._fixed or not _TRACE_ID.fullmatch(key):
+            return None, -1
+        raw = bytes.fromhex(key)
+        bucket = self._buckets[hash(raw) & (len(self._buckets) - 1)]
+        size = _FIXED.size
+        i = bucket.find(raw)
+        while i >= 0 and i % size:
+            i = bucket.find(raw, i + 1)
+        return bucket, i
+
+    def get(self, key: str) -> _Entry | None:
+        packed = self._other.get(key)
+        if packed is not None:
+            key, ranges, spans, top_calls, start_ns, functions, members = msgspec.msgpack.decode(packed)
+            return _Entry(key, tuple(map(tuple, ranges)), spans, top_calls, start_ns, tuple(functions), tuple(members))
+        bucket, i = self._find(key)
+        if bucket is None or i < 0:
+            return None
+        _, start, end, spans, top_calls, start_ns, function = _FIXED.unpack_from(bucket, i)
+        return _Entry(key, ((start, end),), spans, top_calls, start_ns, (function,) if top_calls > 0 else (), (key,))
+
+    def pop(self, key: str) -> _Entry | None:
+        entry = self.get(key)
+        if entry is None:
+            return None
+        if self._other.pop(key, None) is None:
+            bucket, i = self._find(key)
+            assert bucket is not None and i >= 0
+            size = _FIXED.size
+            if i != len(bucket) - size:
+                bucket[i : i + size] = bucket[-size:]
+            del bucket[-size:]
+            self._fixed -= 1
+        if entry.top_calls >= 0:
+            self.listed_count -= 1
+        return entry
+
+    def put(self, entry: _Entry) -> None:
+        key = entry.key
+        if (
+            entry.members == (key,)
+            and len(entry.ranges) == 1
+            and entry.top_calls <= 1
+            and _TRACE_ID.fullmatch(key)
+            and key not in self._other
+        ):
+            (start, end), function = entry.ranges[0], (entry.functions or (0,))[0]
+            raw = bytes.fromhex(key)
+            if len(self._buckets) * 128 < self._fixed:
+                self._grow()
+            self._buckets[hash(raw) & (len(self._buckets) - 1)] += _FIXED.pack(
+                raw, start, end, entry.spans, entry.top_calls, entry.start_ns, function
+            )
+            self._fixed += 1
+        else:
+            self._other[key] = msgspec.msgpack.encode(tuple(entry))
+        if entry.top_calls >= 0:
+            self.listed_count += 1
+
+    def _grow(self) -> None:
+        old = self._buckets
+        self._buckets = [bytearray() for _ in range(len(old) * 4)]
+        mask = len(self._buckets) - 1
+        size = _FIXED.size
+        for bucket in old:
+            for i in range(0, len(bucket), size):
+                record = bucket[i : i + size]
+                self._buckets[hash(bytes(record[:16])) & mask] += record
+
+    def listed(self) -> Iterator[tuple[str, int, int, tuple[int, ...]]]:
+        """(key, start, top calls, function ids) of every evicted tree that lists calls."""
+        for bucket in self._buckets:
+            for raw, _, _, _, top_calls, start_ns, function in _FIXED.iter_unpack(bucket):
+                if top_calls >= 0:
+                    yield raw.hex(), start_ns, top_calls, (function,) if top_calls > 0 else ()
+        for packed in self._other.values():
+            key, _, _, top_calls, start_ns, functions, _ = msgspec.msgpack.decode(packed)
+            if top_calls >= 0:
+                yield key, start_ns, top_calls, tuple(functions)
+
+
+class _Segment:
+    __slots__ = ("bits", "count", "end", "start")
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.end = -1  # to the end of the log, while it is the last
+        self.count = 0
+        self.bits = bytearray(SEGMENT_SPANS * BLOOM_BITS // 8)
+
+
+class _SpanFilter:
+    """Which stretches of the log may hold a span's records: a Bloom filter per stretch of
+    ``SEGMENT_SPANS`` spans (``BLOOM_BITS`` bits a span, 4 probes)."""
+
+    _M = SEGMENT_SPANS * BLOOM_BITS
+
+    def __init__(self, start: int) -> None:
+        self.segments = [_Segment(max(start, 0))]
+
+    def begin(self, offset: int) -> None:
+        """A request's records start at ``offset``: a full stretch ends there."""
+        last = self.segments[-1]
+        if last.count >= SEGMENT_SPANS and offset >= 0:
+            last.end = offset
+            self.segments.append(_Segment(offset))
+
+    @classmethod
+    def _probes(cls, span_id: str) -> tuple[int, int, int, int]:
+        x = int(span_id, 16)
+        h1, h2, m = x & 0xFFFFFFFF, (x >> 32) | 1, cls._M
+        return h1 % m, (h1 + h2) % m, (h1 + 2 * h2) % m, (h1 + 3 * h2) % m
+
+    def add(self, span_id: str) -> None:
+        seg = self.segments[-1]
+        seg.count += 1
+        bits = seg.bits
+        for p in self._probes(span_id):
+            bits[p >> 3] |= 1 << (p & 7)
+
+    def stretches(self, span_id: str) -> list[tuple[int, int]]:
+        probes = self._probes(span_id)
+        return [
+            (seg.start, seg.end)
+            for seg in self.segments
+            if all(seg.bits[p >> 3] & (1 << (p & 7)) for p in probes)
+        ]
+
+
+def _tree_key(n: Node | None) -> str | None:
+    """The key of the tree a span's call (or its nearest listed ancestor) is listed in."""
+    while n is not None:
+        t = n.listed_in
+        if t is not None:
+            while type(t) is Node:
+                t = t.listed_in
+            return t.key if t is not None else None  # type: ignore[union-attr]
+        n = n.parent
+    return None
+
+
+def _calls_in(tree: Any) -> Iterator[Node]:
+    stack = list(tree.top_calls)
+    while stack:
+        n = stack.pop()
+        yield n
+        if n.children:
+            stack.extend(n.children)
+
+
+def _blocks(path: str | os.PathLike[str], ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
+    """Whole lines of the log within each byte range (end -1: to the end of the file)."""
+    with open(path, "rb") as f:
+        for start, end in ranges:
+            f.seek(start)
+            left = -1 if end < 0 else end - start
+            carry = b""
+            while left:
+                chunk = f.read(_CHUNK if left < 0 else min(_CHUNK, left))
+                if not chunk:
+                    break
+                if left > 0:
+                    left -= len(chunk)
+                buf = carry + chunk if carry else chunk
+                cut = buf.rfind(b"\n") + 1
+                if cut:
+                    yield buf[:cut]
+                carry = buf[cut:]
+
+
+def _decode_block(block: bytes) -> list[Record]:
+    try:
+        return decode_lines(block)
+    except _DECODE_ERRORS:
+        pass
+    out = []
+    for line in block.split(b"\n"):
+        if line.strip():
+            try:
+                out.append(decode(line))
+            except _DECODE_ERRORS:
+                continue  # a torn or damaged line: the log's readers skip it too
+    return out
