@@ -816,7 +816,7 @@ def _show(s: str, limit: int = 80) -> str:
 _LOCATOR = _Locator(
     (_IGNORE, _FORGET, _YOU_ARE_NOW, _YOU_ARE_NOW_BARE, _NEW_INSTRUCTIONS, _OVERRIDE, _SYSTEM_PROMPT, _CONCEAL,
      _TOKEN, _TOOL_MARKUP, _DESTRUCTIVE_SHELL, _TOOL_CALL_EN, _TOOL_CALL_DIRECTIVE, _PIPE_OUT, _SENSITIVE_PATH,
-     _DECODE_CUE, _ROT13_HINT, _REVERSED_HINT, _SECURITY_STRONG, _SECURITY_WEAK, _SEND, _SECRET, _DISCLOSE, _REPLACE)
+     _DECODE_CUE, _ROT13_HINT, _REVERSED_HINT, _SECURITY_STRONG, _SECURITY_WEAK, _SEND, _SECRET)
 )  # fmt: skip
 
 
@@ -919,10 +919,14 @@ def _mask(low: str) -> bytearray:
     for m in _BLOCKQUOTE.finditer(text):
         if mask[m.start()] == _LIVE:
             _mark(mask, m.start(), m.end() - 1, _QUOTE)
+    return mask
+
+
+def _mark_quotations(low: str, mask: bytearray) -> None:
+    """Text in quotation marks; only needed (so only looked for) in documents about security."""
     for m in _QUOTATION.finditer(low):
         if mask[m.start()] == _LIVE and mask[m.end() - 1] == _LIVE:
             _mark(mask, m.start(), m.end(), _QUOTE)
-    return mask
 
 
 def _framed(doc: _Doc) -> bool:
@@ -939,19 +943,21 @@ def _framed(doc: _Doc) -> bool:
     return False
 
 
-_SENTENCE_END = re.compile(r"[.!?。](?=\s|$)|\n[ \t]*\n|\n(?=[ \t]*(?:[-*+]\s|\d+[.)]\s|#|```|~~~|>|\|))")
-
-
 def _sentence(doc: _Doc, start: int, end: int) -> tuple[int, int]:
-    """The sentence around ``low[start:end]``, at most 400 characters either side of it: soft-wrapped
-    lines are joined; sentence ends, list items, headings, fences and blank lines split."""
+    """The sentence around ``low[start:end]``: cut at line ends, at ". ", "! ", "? " and "。", and at
+    most 300 characters either side."""
     low = doc.low
-    lo = max(0, start - 400)
-    cut = lo
-    for m in _SENTENCE_END.finditer(low, lo, start):
-        cut = m.end()
-    m = _SENTENCE_END.search(low, end, end + 400)
-    return cut, (m.end() if m else min(len(low), end + 400))
+    lo = max(low.rfind("\n", 0, start) + 1, start - 300)
+    hi = low.find("\n", end)
+    hi = min(len(low) if hi < 0 else hi, end + 300)
+    for sep in (". ", "! ", "? ", "。"):
+        i = low.rfind(sep, lo, start)
+        if i >= 0:
+            lo = i + len(sep)
+        j = low.find(sep, end, hi)
+        if j >= 0:
+            hi = j + 1
+    return lo, hi
 
 
 def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
@@ -1067,6 +1073,8 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     dests = [m.span() for m in _URL.finditer(low)]
     dests += [m.span() for m in _EMAIL_AT.finditer(low) if m.start() and _is_word(low[m.start() - 1])]
     for ds, de in dests:
+        if not doc.within(_SEND, ds - 400, de + 400):
+            continue
         a, b = _sentence(doc, ds, de)
         v = doc.within(_SEND, a, b)
         if v and doc.within(_SECRET, a, b) and not _NEGATED_SEND.search(low, max(a, v.start() - 20), v.start()):
@@ -1074,25 +1082,29 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     # secret files read out
     for m in doc.matches(_SENSITIVE_PATH):
         a, b = _sentence(doc, m.start(), m.end())
-        if doc.within(_DISCLOSE, a, b):
+        if _DISCLOSE.search(low, a, b):
             add(m.start(), m.end())
     # images and links that carry data out in their URL: a placeholder in the query, or a
     # CAPITALS value that the text says to replace
+    told_to_replace: dict[str, bool] = {}
+
+    def replaced(word: str, link: re.Match[str]) -> bool:
+        """Whether a sentence outside the link says to replace ``word``."""
+        if word not in told_to_replace:
+            told_to_replace[word] = False
+            for w in re.finditer(rf"{re.escape(word)}(?![A-Za-z0-9_])", norm):
+                if (w.start() and _is_word(norm[w.start() - 1])) or norm.startswith("=", w.start() - 1):
+                    continue  # part of a longer word, or a value in a URL
+                a, b = _sentence(doc, w.start(), w.end())
+                if _REPLACE.search(low, a, b):
+                    told_to_replace[word] = True
+                    break
+        return told_to_replace[word]
+
     for m in (*_LINK.finditer(norm), *_IMG.finditer(norm)):
         query = m.group(1).partition("?")[2]
-        if not query:
-            continue
-        if _PLACEHOLDER.search(query):
+        if query and (_PLACEHOLDER.search(query) or any(replaced(c.group(1), m) for c in _CAPS_VALUE.finditer(query))):
             add(m.start(), m.end())
-            continue
-        for c in _CAPS_VALUE.finditer(query):
-            for w in re.finditer(rf"{re.escape(c.group(1))}(?![A-Za-z0-9_])", norm):
-                if m.start() <= w.start() < m.end() or (w.start() and _is_word(norm[w.start() - 1])):
-                    continue
-                a, b = _sentence(doc, w.start(), w.end())
-                if doc.within(_REPLACE, a, b):
-                    add(m.start(), m.end())
-                    break
 
 
 def _try(fn: Callable[[], object]) -> object:
@@ -1242,6 +1254,8 @@ def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit
     low = _lower(norm)
     doc = _Doc(norm, low, _mask(low), _LOCATOR.run(low))
     doc.framed = _framed(doc)
+    if doc.framed:
+        _mark_quotations(low, doc.mask)
     if decoded is not None:
         doc.decoded = decoded
     hits: list[_Hit] = []

@@ -14,8 +14,29 @@ import msgspec
 Status = Literal["unset", "ok", "error"]
 
 
+class SpanEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Something that happened during a span (an exception, a log line)."""
+
+    name: str
+    time_ns: int = 0
+    attributes: dict[str, Any] = {}
+
+
+class SpanLink(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A link from a span to another span, maybe in another trace."""
+
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = {}
+
+
 class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True, frozen=True):
-    """A span began. Carries identity and the attributes set at creation (the input)."""
+    """A span began. Carries identity and the attributes set at creation (the input).
+
+    ``kind`` is the OTLP span kind (0 unspecified, 1 internal, 2 server, 3 client, 4 producer,
+    5 consumer); ``resource`` the attributes of the process that made it (``service.name``...),
+    written on the first span of a trace from each process, or on every span that arrived from
+    elsewhere (empty: the same as its parent's)."""
 
     trace_id: str
     span_id: str
@@ -23,10 +44,19 @@ class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True
     name: str = ""
     start_ns: int = 0
     attributes: dict[str, Any] = {}
+    kind: int = 0
+    resource: dict[str, Any] = {}
+    scope: str | None = None
+
+    @property
+    def service(self) -> str | None:
+        name = self.resource.get("service.name")
+        return name if isinstance(name, str) else None
 
 
 class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, frozen=True):
-    """A span ended. Carries the status and the attributes added or changed since the start."""
+    """A span ended. Carries the status, the attributes added or changed since the start, and
+    the span's events and links (texts recorded for model calls travel as ``Blob`` records)."""
 
     trace_id: str
     span_id: str
@@ -34,6 +64,8 @@ class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, fr
     status: Status = "unset"
     error: str | None = None
     attributes: dict[str, Any] = {}
+    events: list[SpanEvent] = []
+    links: list[SpanLink] = []
 
 
 class LogHeader(msgspec.Struct, tag="log", tag_field="e", omit_defaults=True, frozen=True):
@@ -87,19 +119,4 @@ def decode_lines(buf: bytes) -> list[Record]:
     return _decoder.decode_lines(buf)
 
 
-def complete_span(
-    trace_id: str,
-    span_id: str,
-    parent_id: str | None,
-    name: str,
-    start_ns: int,
-    end_ns: int,
-    attributes: dict[str, Any],
-    status: Status = "unset",
-    error: str | None = None,
-) -> tuple[SpanStarted, SpanEnded]:
-    """The two events for a span that arrives already finished (OTLP, Jaeger, files)."""
-    return (
-        SpanStarted(trace_id, span_id, parent_id, name, start_ns, attributes),
-        SpanEnded(trace_id, span_id, end_ns, status, error),
-    )
+

@@ -9,7 +9,8 @@ from typing import Any
 
 import msgspec
 
-from .spans import InvalidSpan, SpanData, SpanEvent, checked
+from .events import SpanEvent, SpanLink
+from .spans import InvalidSpan, SpanData, checked
 
 _KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _KIND_CODES = {v: k for k, v in _KINDS.items()}
@@ -33,13 +34,19 @@ def encode(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any
     traces: dict[str, dict[str, Any]] = {}
     for sp in spans:
         trace = traces.setdefault(sp.trace_id, {"traceID": sp.trace_id, "spans": [], "processes": {}, "warnings": None})
-        svc = sp.service or service
-        pid = next((k for k, v in trace["processes"].items() if v["serviceName"] == svc), None)
+        resource = sp.resource_or(service)
+        process = {
+            "serviceName": resource["service.name"],
+            "tags": [_tag(k, v) for k, v in sorted(resource.items()) if k != "service.name"],
+        }
+        pid = next((k for k, v in trace["processes"].items() if v == process), None)
         if pid is None:
             pid = f"p{len(trace['processes']) + 1}"
-            trace["processes"][pid] = {"serviceName": svc, "tags": []}
+            trace["processes"][pid] = process
         tags = [_tag(k, v) for k, v in sp.attributes.items()]
         tags.append(_tag("span.kind", _KINDS.get(sp.kind, "internal")))
+        if sp.scope:
+            tags.append(_tag("otel.scope.name", sp.scope))
         if sp.status != "unset":
             tags.append(_tag("otel.status_code", sp.status.upper()))
         if sp.status == "error":
@@ -54,7 +61,8 @@ def encode(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any
                 "operationName": sp.name,
                 "references": (
                     [{"refType": "CHILD_OF", "traceID": sp.trace_id, "spanID": sp.parent_id}] if sp.parent_id else []
-                ),
+                )
+                + [{"refType": "FOLLOWS_FROM", "traceID": lk.trace_id, "spanID": lk.span_id} for lk in sp.links],
                 "startTime": start_us,
                 "duration": max(0, sp.end_ns // 1000 - start_us),
                 "tags": tags,
@@ -112,10 +120,14 @@ def decode(obj: Any) -> tuple[list[SpanData], int, list[str]]:
                     raise InvalidSpan("span is not an object")
                 tags = _fields(js.get("tags"))
                 parent = None
+                links = []
                 for ref in js.get("references") or ():
-                    if isinstance(ref, dict) and ref.get("refType", "CHILD_OF") == "CHILD_OF":
+                    if not isinstance(ref, dict):
+                        continue
+                    if ref.get("refType", "CHILD_OF") == "CHILD_OF" and parent is None:
                         parent = ref.get("spanID")
-                        break
+                    elif ref.get("refType") == "FOLLOWS_FROM" and ref.get("traceID") and ref.get("spanID"):
+                        links.append(SpanLink(_pad(str(ref["traceID"]), 32), _pad(str(ref["spanID"]), 16)))
                 if parent is None and js.get("parentSpanID"):
                     parent = js["parentSpanID"]
                 status = str(tags.get("otel.status_code", "")).lower()
@@ -142,13 +154,25 @@ def decode(obj: Any) -> tuple[list[SpanData], int, list[str]]:
                     error=tags.get("otel.status_description") if status == "error" else None,
                     kind=_KIND_CODES.get(str(tags.get("span.kind", "internal")), 1),
                     events=events,
-                    service=process.get("serviceName") if isinstance(process, dict) else None,
+                    resource=_resource(process),
+                    scope=tags.get("otel.scope.name") if isinstance(tags.get("otel.scope.name"), str) else None,
+                    links=links,
                 )
                 spans.append(checked(span))
             except (InvalidSpan, ValueError, TypeError) as e:
                 rejected += 1
                 errors.append(f"span {js.get('spanID', '?') if isinstance(js, dict) else '?'}: {e}")
     return spans, rejected, errors
+
+
+def _resource(process: Any) -> dict[str, Any]:
+    """A Jaeger process as the OTel resource it came from."""
+    if not isinstance(process, dict):
+        return {}
+    resource = _fields(process.get("tags"))
+    if isinstance(process.get("serviceName"), str):
+        resource["service.name"] = process["serviceName"]
+    return resource
 
 
 def _pad(hex_id: str, size: int) -> str:

@@ -18,7 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from .spans import InvalidSpan, SpanData, SpanEvent, checked
+from .events import SpanEvent, SpanLink
+from .spans import InvalidSpan, SpanData, checked
 
 _STATUS = {0: "unset", 1: "ok", 2: "error"}
 _STATUS_CODE = {"unset": 0, "ok": 1, "error": 2}
@@ -71,7 +72,6 @@ def decode_request(req: ExportTraceServiceRequest) -> Decoded:
             resource = _attrs(rs.resource.attributes)
         except InvalidSpan:
             resource = {}
-        service = resource.get("service.name")
         for ss in rs.scope_spans:
             scope = ss.scope.name or None
             for sp in ss.spans:
@@ -88,8 +88,13 @@ def decode_request(req: ExportTraceServiceRequest) -> Decoded:
                         error=sp.status.message or None,
                         kind=sp.kind or 1,
                         events=[SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events],
-                        service=service if isinstance(service, str) else None,
+                        resource=resource,
                         scope=scope,
+                        links=[
+                            SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _attrs(lk.attributes))
+                            for lk in sp.links
+                            if len(lk.trace_id) == 16 and len(lk.span_id) == 8
+                        ],
                     )
                     out.spans.append(checked(span))
                 except (InvalidSpan, RecursionError) as e:
@@ -173,6 +178,23 @@ def _json_attrs(kvs: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
+def _json_links(value: Any) -> list[SpanLink]:
+    out = []
+    for lk in value or ():
+        if isinstance(lk, dict):
+            try:
+                out.append(
+                    SpanLink(
+                        _json_id(lk.get("traceId"), 16),
+                        _json_id(lk.get("spanId"), 8),
+                        _json_attrs(lk.get("attributes") or []),
+                    )
+                )
+            except InvalidSpan:
+                continue
+    return [lk for lk in out if lk.trace_id and lk.span_id]
+
+
 def decode_json(body: bytes | str) -> Decoded:
     """An OTLP/JSON request, or several (JSON lines, as the Collector's file exporter writes).
     Raises ``ValueError`` when the body is not JSON of that shape."""
@@ -205,7 +227,6 @@ def _decode_json_request(obj: dict[str, Any], out: Decoded) -> None:
             resource = _json_attrs(((rs.get("resource") or {}).get("attributes")) or [])
         except InvalidSpan:
             resource = {}
-        service = resource.get("service.name")
         for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
             if not isinstance(ss, dict):
                 continue
@@ -241,8 +262,9 @@ def _decode_json_request(obj: dict[str, Any], out: Decoded) -> None:
                         error=(status.get("message") or None) if isinstance(status, dict) else None,
                         kind=kind if isinstance(kind, int) else 1,
                         events=events,
-                        service=service if isinstance(service, str) else None,
+                        resource=resource,
                         scope=scope if isinstance(scope, str) else None,
+                        links=_json_links(sp.get("links")),
                     )
                     out.spans.append(checked(span))
                 except (InvalidSpan, RecursionError) as e:
@@ -272,36 +294,54 @@ def _kv(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _to_any(v)} for k, v in attrs.items()]
 
 
-def encode_json(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any]:
-    """One OTLP/JSON trace request holding ``spans``, grouped by service."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+def _groups(spans: Iterable[SpanData], service: str) -> list[tuple[dict[str, Any], dict[str, list[SpanData]]]]:
+    """Spans grouped by resource (one per service and process), then by scope, in order of
+    first appearance; spans that name no service get ``service.name = service``."""
+    groups: dict[bytes, tuple[dict[str, Any], dict[str, list[SpanData]]]] = {}
     for sp in spans:
-        body: dict[str, Any] = {
-            "traceId": sp.trace_id,
-            "spanId": sp.span_id,
-            "name": sp.name,
-            "kind": sp.kind,
-            "startTimeUnixNano": str(sp.start_ns),
-            "endTimeUnixNano": str(sp.end_ns),
-            "attributes": _kv(sp.attributes),
-            "status": {"code": _STATUS_CODE.get(sp.status, 0), **({"message": sp.error} if sp.error else {})},
-        }
-        if sp.parent_id:
-            body["parentSpanId"] = sp.parent_id
-        if sp.events:
-            body["events"] = [
-                {"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": _kv(e.attributes)} for e in sp.events
-            ]
-        groups.setdefault(sp.service or service, []).append(body)
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": _kv({"service.name": name})},
-                "scopeSpans": [{"scope": {"name": "callctx"}, "spans": group}],
-            }
-            for name, group in groups.items()
-        ]
-    }
+        resource = sp.resource_or(service)
+        key = msgspec.json.encode(resource, order="sorted")
+        entry = groups.get(key)
+        if entry is None:
+            entry = groups[key] = (resource, {})
+        entry[1].setdefault(sp.scope or "callctx", []).append(sp)
+    return list(groups.values())
+
+
+def encode_json(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any]:
+    """One OTLP/JSON trace request holding ``spans``: one resource per service (process)."""
+    out = []
+    for resource, scopes in _groups(spans, service):
+        scope_spans = []
+        for scope, group in scopes.items():
+            bodies = []
+            for sp in group:
+                body: dict[str, Any] = {
+                    "traceId": sp.trace_id,
+                    "spanId": sp.span_id,
+                    "name": sp.name,
+                    "kind": sp.kind,
+                    "startTimeUnixNano": str(sp.start_ns),
+                    "endTimeUnixNano": str(sp.end_ns),
+                    "attributes": _kv(sp.attributes),
+                    "status": {"code": _STATUS_CODE.get(sp.status, 0), **({"message": sp.error} if sp.error else {})},
+                }
+                if sp.parent_id:
+                    body["parentSpanId"] = sp.parent_id
+                if sp.events:
+                    body["events"] = [
+                        {"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": _kv(e.attributes)}
+                        for e in sp.events
+                    ]
+                if sp.links:
+                    body["links"] = [
+                        {"traceId": lk.trace_id, "spanId": lk.span_id, "attributes": _kv(lk.attributes)}
+                        for lk in sp.links
+                    ]
+                bodies.append(body)
+            scope_spans.append({"scope": {"name": scope}, "spans": bodies})
+        out.append({"resource": {"attributes": _kv(resource)}, "scopeSpans": scope_spans})
+    return {"resourceSpans": out}
 
 
 def _pb_any(value: Any, out: AnyValue) -> None:
@@ -324,32 +364,38 @@ def _pb_any(value: Any, out: AnyValue) -> None:
 
 
 def encode_protobuf(spans: Iterable[SpanData], service: str = "callctx") -> ExportTraceServiceRequest:
+    """One OTLP trace request holding ``spans``: one resource per service (process)."""
     req = ExportTraceServiceRequest()
-    rs: ResourceSpans = req.resource_spans.add()
-    kv = rs.resource.attributes.add()
-    kv.key = "service.name"
-    kv.value.string_value = service
-    ss: ScopeSpans = rs.scope_spans.add()
-    ss.scope.name = "callctx"
-    for sp in spans:
-        p: Span = ss.spans.add()
-        p.trace_id = bytes.fromhex(sp.trace_id)
-        p.span_id = bytes.fromhex(sp.span_id)
-        if sp.parent_id:
-            p.parent_span_id = bytes.fromhex(sp.parent_id)
-        p.name = sp.name
-        p.kind = sp.kind  # type: ignore[assignment]
-        p.start_time_unix_nano = sp.start_ns
-        p.end_time_unix_nano = sp.end_ns
-        _pb_attrs(p.attributes, sp.attributes)
-        p.status.code = _STATUS_CODE.get(sp.status, 0)  # type: ignore[assignment]
-        if sp.error:
-            p.status.message = sp.error
-        for e in sp.events:
-            pe = p.events.add()
-            pe.name = e.name
-            pe.time_unix_nano = e.time_ns
-            _pb_attrs(pe.attributes, e.attributes)
+    for resource, scopes in _groups(spans, service):
+        rs: ResourceSpans = req.resource_spans.add()
+        _pb_attrs(rs.resource.attributes, resource)
+        for scope, group in scopes.items():
+            ss: ScopeSpans = rs.scope_spans.add()
+            ss.scope.name = scope
+            for sp in group:
+                p: Span = ss.spans.add()
+                p.trace_id = bytes.fromhex(sp.trace_id)
+                p.span_id = bytes.fromhex(sp.span_id)
+                if sp.parent_id:
+                    p.parent_span_id = bytes.fromhex(sp.parent_id)
+                p.name = sp.name
+                p.kind = sp.kind  # type: ignore[assignment]
+                p.start_time_unix_nano = sp.start_ns
+                p.end_time_unix_nano = sp.end_ns
+                _pb_attrs(p.attributes, sp.attributes)
+                p.status.code = _STATUS_CODE.get(sp.status, 0)  # type: ignore[assignment]
+                if sp.error:
+                    p.status.message = sp.error
+                for e in sp.events:
+                    pe = p.events.add()
+                    pe.name = e.name
+                    pe.time_unix_nano = e.time_ns
+                    _pb_attrs(pe.attributes, e.attributes)
+                for lk in sp.links:
+                    pl = p.links.add()
+                    pl.trace_id = bytes.fromhex(lk.trace_id)
+                    pl.span_id = bytes.fromhex(lk.span_id)
+                    _pb_attrs(pl.attributes, lk.attributes)
     return req
 
 

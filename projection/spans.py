@@ -16,19 +16,13 @@ from typing import Any
 import msgspec
 
 from . import schema as s
-from .events import Blob, Record, SpanEnded, SpanStarted
+from .events import Blob, Record, SpanEnded, SpanEvent, SpanLink, SpanStarted
 from .log import read_log
 from .manifest import ManifestError
 from .manifest import decode as decode_manifest
 
 BLOB_EVENT = "callctx.blob"
 INTERRUPTED = "callctx.interrupted"
-
-
-class SpanEvent(msgspec.Struct, frozen=True):
-    name: str
-    time_ns: int = 0
-    attributes: dict[str, Any] = {}
 
 
 class SpanData(msgspec.Struct):
@@ -43,8 +37,22 @@ class SpanData(msgspec.Struct):
     error: str | None = None
     kind: int = 1  # OTLP SpanKind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer
     events: list[SpanEvent] = msgspec.field(default_factory=list)
-    service: str | None = None
+    resource: dict[str, Any] = msgspec.field(default_factory=dict)  # service.name, service.instance.id, ...
     scope: str | None = None
+    links: list[SpanLink] = msgspec.field(default_factory=list)
+
+    @property
+    def service(self) -> str | None:
+        name = self.resource.get("service.name")
+        return name if isinstance(name, str) else None
+
+    def resource_or(self, service: str) -> dict[str, Any]:
+        """The span's resource, named ``service`` when it names none (or only the SDK's
+        ``unknown_service`` placeholder)."""
+        name = self.service
+        if name and not name.startswith("unknown_service"):
+            return self.resource
+        return {**self.resource, "service.name": service}
 
 
 class InvalidSpan(ValueError):
@@ -103,12 +111,18 @@ def to_records(span: SpanData) -> list[Record]:
             h, text = ev.attributes.get("hash"), ev.attributes.get("text")
             if isinstance(h, str) and isinstance(text, str) and hashlib.sha256(text.encode()).hexdigest() == h:
                 out.append(Blob(h, text))  # a text altered on the way (redacted, cut) is not trusted
-    out.append(SpanStarted(span.trace_id, span.span_id, span.parent_id, span.name, span.start_ns, span.attributes))
+    out.append(
+        SpanStarted(
+            span.trace_id, span.span_id, span.parent_id, span.name, span.start_ns, span.attributes,
+            span.kind, span.resource, span.scope,
+        )
+    )  # fmt: skip
     if span.attributes.get(INTERRUPTED) is True:
         return out  # it never ended where it was recorded: keep it open, so replay reads it as interrupted
     status = span.status if span.status in ("ok", "error") else "unset"
     error = error_text(span.error, ((e.name, e.attributes) for e in span.events)) if status == "error" else None
-    out.append(SpanEnded(span.trace_id, span.span_id, span.end_ns, status, error))  # type: ignore[arg-type]
+    events = [e for e in span.events if e.name != BLOB_EVENT]
+    out.append(SpanEnded(span.trace_id, span.span_id, span.end_ns, status, error, {}, events, span.links))  # type: ignore[arg-type]
     return out
 
 
@@ -130,6 +144,7 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
         elif t is Blob:
             blobs[rec.hash] = rec.text
     sent: set[str] = set()
+    resources: dict[str, dict[str, Any]] = {}  # span id -> the resource it (or its nearest ancestor) names
     for span_id in order:
         st = starts[span_id]
         end = ends.get(span_id)
@@ -138,11 +153,15 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
             attrs.update(end.attributes)
         else:
             attrs[INTERRUPTED] = True
+        resource = st.resource or (resources.get(st.parent_id, {}) if st.parent_id else {})
+        resources[span_id] = resource
         events = [
             SpanEvent(BLOB_EVENT, st.start_ns, {"hash": h, "text": blobs[h]})
             for h in _blob_refs(attrs)
             if h in blobs and not (h in sent or sent.add(h))  # type: ignore[func-returns-value]
         ]
+        if end is not None:
+            events.extend(end.events)
         yield SpanData(
             trace_id=st.trace_id,
             span_id=st.span_id,
@@ -153,7 +172,11 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
             attributes=attrs,
             status=end.status if end is not None else "unset",
             error=end.error if end is not None else None,
+            kind=st.kind or 1,
             events=events,
+            resource=resource,
+            scope=st.scope,
+            links=list(end.links) if end is not None else [],
         )
 
 

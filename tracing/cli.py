@@ -243,12 +243,17 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .serve import Receiver, serve_grpc, serve_http
 
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
-    rx = Receiver(args.log, max_body=args.max_body, token=token)
-    http = serve_http(rx, args.host, args.port)
+    for name in ("max_body", "max_connections", "max_traces"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    if not args.read_timeout > 0:
+        raise CliError("--read-timeout must be a positive number of seconds")
+    rx = Receiver(args.log, max_body=args.max_body, token=token, max_traces=args.max_traces)
+    http = serve_http(rx, args.host, args.port, read_timeout=args.read_timeout, max_connections=args.max_connections)
     out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
     grpc_server = None
     if args.grpc_port >= 0:
-        grpc_server = serve_grpc(rx, args.host, args.grpc_port)
+        grpc_server = serve_grpc(rx, args.host, args.grpc_port, max_concurrent_rpcs=args.max_connections)
         out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
     out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
     out.flush()
@@ -501,6 +506,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", default="callctx-received.jsonl", help="the receiver's event log")
     p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $CALLCTX_TOKEN)")
     p.add_argument("--max-body", type=int, default=16 << 20, help="largest request body in bytes, decompressed")
+    p.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="time for a whole HTTP request (headers and body) to arrive, idle keep-alive included; "
+                        "slower connections are closed (default 10)")  # fmt: skip
+    p.add_argument("--max-connections", type=int, default=256, metavar="N",
+                   help="HTTP connections served at once (more get 503 with Retry-After) and gRPC calls "
+                        "in progress (more get RESOURCE_EXHAUSTED) (default 256)")  # fmt: skip
+    p.add_argument("--max-traces", type=int, default=1000, metavar="N",
+                   help="call trees kept in memory; the least recently updated finished ones leave "
+                        "(the log keeps them, the read API folds them back) (default 1000)")  # fmt: skip
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("export", help="write an event log's spans as OTLP/JSON or Jaeger JSON")

@@ -14,12 +14,12 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 from callctx.projection import Projection
-from callctx.projection.events import SpanEnded, SpanStarted, encode
+from callctx.projection.events import SpanEnded, SpanEvent, SpanLink, SpanStarted, encode
 from callctx.projection.log import EventLog
-from callctx.projection.spans import error_text
+from callctx.projection.spans import BLOB_EVENT, error_text
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,21 @@ def span_attributes(span: ReadableSpan) -> dict[str, Any]:
     if type(inner) is dict:
         return inner.copy()
     return dict(span.attributes or {})
+
+
+_NONE: dict[str, Any] = {}
+
+
+def _resource(span: ReadableSpan) -> dict[str, Any]:
+    resource = span.resource
+    return dict(resource.attributes) if resource is not None and resource.attributes else _NONE
+
+
+def _events(span: ReadableSpan) -> list[SpanEvent]:
+    """The span's events, but the texts recorded for a model call (the log has them as blobs)."""
+    return [
+        SpanEvent(e.name, e.timestamp or 0, dict(e.attributes or {})) for e in span.events if e.name != BLOB_EVENT
+    ]
 
 
 class ProjectionProcessor(SpanProcessor):
@@ -55,12 +70,27 @@ class ProjectionProcessor(SpanProcessor):
             span_hex = format(ctx.span_id, "016x")
             parent = span.parent
             parent_hex = None
+            known = None
             if parent is not None and parent.is_valid:
                 known = self._open.get(parent.span_id)
                 parent_hex = known[0] if known is not None else format(parent.span_id, "016x")
             attrs = span_attributes(span)
             self._open[ctx.span_id] = (span_hex, attrs)
-            self._emit(SpanStarted(trace_hex, span_hex, parent_hex, span.name, span.start_time or 0, attrs))
+            kind = span.kind
+            # The process's resource rides on the first span of each trace this process makes.
+            resource = _resource(span) if known is None else _NONE
+            event = SpanStarted(
+                trace_hex,
+                span_hex,
+                parent_hex,
+                span.name,
+                span.start_time or 0,
+                attrs,
+                0 if kind is SpanKind.INTERNAL else kind.value + 1,
+                resource,
+                span.instrumentation_scope.name if resource and span.instrumentation_scope else None,
+            )
+            self._emit(event)
         except Exception:
             log.exception("callctx: could not record the start of span %r", getattr(span, "name", "?"))
 
@@ -92,8 +122,11 @@ class ProjectionProcessor(SpanProcessor):
                     if failed
                     else None,
                     attrs,
+                    _events(span) if span.events else [],
+                    [SpanLink(format(lk.context.trace_id, "032x"), format(lk.context.span_id, "016x"),
+                              dict(lk.attributes or {})) for lk in span.links] if span.links else [],
                 )
-            )
+            )  # fmt: skip
         except Exception:
             log.exception("callctx: could not record the end of span %r", getattr(span, "name", "?"))
 

@@ -1,4 +1,11 @@
-"""OTLP/gRPC: the trace service, on a bounded pool of worker threads."""
+"""OTLP/gRPC: the trace service, on a bounded pool of worker threads.
+
+Bounds: at most ``max_concurrent_rpcs`` calls in the server at once (past that a call is
+refused with ``RESOURCE_EXHAUSTED``, which OTLP exporters retry), at most
+``max_concurrent_streams`` streams per connection (HTTP/2 flow control holds the rest back),
+and no message over the receiver's ``max_body`` (refused before it is decoded). gRPC's own
+I/O threads read the messages: a slow or idle client holds no worker.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +51,10 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         decoded = decode_request(request)
         spent = time.perf_counter() - t0
         rx.stats.add(seconds_decode=spent, seconds_total=spent)
-        rx.ingest(decoded)
+        try:
+            rx.ingest(decoded)
+        except OSError as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"cannot write the event log: {e}")
         resp = ExportTraceServiceResponse()
         if decoded.rejected:
             resp.partial_success.CopyFrom(
@@ -53,11 +63,30 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return resp
 
 
-def serve_grpc(rx: Receiver, host: str = "127.0.0.1", port: int = 4317, workers: int = 4) -> GrpcServer:
+DEFAULT_MAX_CONCURRENT_RPCS = 256
+DEFAULT_MAX_CONCURRENT_STREAMS = 16  # per connection
+
+
+def serve_grpc(
+    rx: Receiver,
+    host: str = "127.0.0.1",
+    port: int = 4317,
+    workers: int = 4,
+    *,
+    max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT_RPCS,
+    max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+) -> GrpcServer:
     """Start the OTLP/gRPC trace service (``port=0``: any free port)."""
+    if max_concurrent_rpcs < 1 or max_concurrent_streams < 1:
+        raise ValueError("max_concurrent_rpcs and max_concurrent_streams must be at least 1")
     server = grpc.server(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="callctx-grpc"),
-        options=[("grpc.max_receive_message_length", rx.max_body), ("grpc.max_send_message_length", 1 << 20)],
+        options=[
+            ("grpc.max_receive_message_length", rx.max_body),
+            ("grpc.max_send_message_length", 1 << 20),
+            ("grpc.max_concurrent_streams", max_concurrent_streams),
+        ],
+        maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(rx), server)
     bound = server.add_insecure_port(f"{host}:{port}")

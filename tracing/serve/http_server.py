@@ -15,6 +15,7 @@ trickles bytes is closed too. Each response write gets ``read_timeout`` seconds.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -71,11 +72,13 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
         server_version = "callctx-receiver"
         protocol_version = "HTTP/1.1"
         timeout = read_timeout  # set on the socket by StreamRequestHandler.setup
+        disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
         deadline: float | None = None  # monotonic time by which the request must have arrived
 
         def setup(self) -> None:
             super().setup()
-            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+            plain, self.rfile = self.rfile, io.BufferedReader(_DeadlineReader(self.connection, self))
+            plain.close()
 
         def handle_one_request(self) -> None:
             self.deadline = time.monotonic() + read_timeout  # waiting for a request counts too
@@ -206,10 +209,10 @@ _BUSY = (
 
 class _Rejecter:
     """Closes connections turned away over the cap without resetting them: the 503 is sent
-    and the write side shut by the accepting thread; this one thread (started on first use)
-    then reads and discards what the client still sends, and closes the socket when the
-    client has closed its side or after ``linger`` seconds. At most ``pending`` wait at once;
-    past that a turned-away connection is closed at once."""
+    and the write side shut by the accepting thread; one thread (started on first use) then
+    reads and discards what the client still sends, and closes the socket when the client has
+    closed its side or after ``linger`` seconds. At most ``pending`` wait at once; past that a
+    turned-away connection is closed at once."""
 
     def __init__(self, linger: float = 2.0, pending: int = 1024) -> None:
         self._linger = linger
@@ -217,10 +220,8 @@ class _Rejecter:
         self._queue: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._wake_w: socket.socket | None = None
         self._waiting = 0
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
 
     def reject(self, sock: socket.socket) -> None:
         try:
@@ -236,64 +237,66 @@ class _Rejecter:
                 return
             self._waiting += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="callctx-http-reject", daemon=True)
+                wake_r, self._wake_w = socket.socketpair()
+                for end in (wake_r, self._wake_w):
+                    end.setblocking(False)
+                self._thread = threading.Thread(
+                    target=self._run, args=(wake_r, self._wake_w), name="callctx-http-reject", daemon=True
+                )
                 self._thread.start()
-        self._queue.put(sock)
-        self._wake()
+            self._queue.put(sock)
+            self._wake()
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._wake()
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._wake()
 
     def _wake(self) -> None:
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:  # the pipe is full: the thread is awake anyway
-            pass
+        with contextlib.suppress(OSError):  # full: the thread is being woken anyway
+            self._wake_w.send(b"\0")  # type: ignore[union-attr]
 
-    def _run(self) -> None:
+    def _run(self, wake_r: socket.socket, wake_w: socket.socket) -> None:
         sel = selectors.DefaultSelector()
-        sel.register(self._wake_r, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
         deadlines: dict[socket.socket, float] = {}
         running = True
         while running or deadlines:
             timeout = max(0.0, min(deadlines.values()) - time.monotonic()) if deadlines else None
             for key, _ in sel.select(timeout):
-                sock = key.fileobj
-                if sock is self._wake_r:
-                    try:
-                        while self._wake_r.recv(4096):
+                sock: Any = key.fileobj
+                if sock is wake_r:
+                    with contextlib.suppress(OSError):
+                        while wake_r.recv(4096):
                             pass
-                    except OSError:
-                        pass
                     continue
                 try:
-                    more = sock.recv(65536)  # type: ignore[union-attr]
+                    more = sock.recv(65536)
                 except BlockingIOError:
                     continue
                 except OSError:
                     more = b""
-                if not more:
-                    self._drop(sel, deadlines, sock)  # type: ignore[arg-type]
+                if not more:  # the client closed its side: nothing can reset our answer now
+                    self._drop(sel, deadlines, sock)
             while True:
                 try:
-                    sock = self._queue.get_nowait()
+                    item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if sock is None:
+                if item is None:
                     running = False
-                    continue
-                deadlines[sock] = time.monotonic() + self._linger
-                sel.register(sock, selectors.EVENT_READ)
+                else:
+                    deadlines[item] = time.monotonic() + self._linger
+                    sel.register(item, selectors.EVENT_READ)
             now = time.monotonic()
-            for sock in [s for s, d in deadlines.items() if d <= now]:
+            for sock in [s for s, d in deadlines.items() if d <= now or not running]:
                 self._drop(sel, deadlines, sock)
-            if not running:
-                for sock in list(deadlines):
-                    self._drop(sel, deadlines, sock)
-        sel.close()
         with self._lock:
-            self._thread = None
+            self._thread = self._wake_w = None
+        sel.close()
+        wake_r.close()
+        wake_w.close()
 
     def _drop(self, sel: selectors.BaseSelector, deadlines: dict[socket.socket, float], sock: socket.socket) -> None:
         sel.unregister(sock)
@@ -346,14 +349,15 @@ class _Server(ThreadingHTTPServer):
             log.debug("callctx: %s turned away: %d connections open", client_address, self.max_connections)
             self._rejecter.reject(request)
             return
-        self._queue.put((request, client_address))
         if spawn:
             try:
                 threading.Thread(target=self._work, name="callctx-http", daemon=True).start()
-            except RuntimeError:  # cannot start a thread: give the slot back and close this connection
+            except BaseException:  # no thread: give both slots back; the caller closes the socket
                 with self._lock:
                     self._workers -= 1
+                    self._busy -= 1
                 raise
+        self._queue.put((request, client_address))
 
     def _work(self) -> None:
         while True:

@@ -266,6 +266,11 @@ class Receiver:
                 if tid in chosen or (self._live[tid].open and not running_too):
                     continue
                 traces, keys, running = self._component(tid)
+                clash = [k for k in keys if k in self._index]
+                if clash:  # a tree that is also out of memory (a read made it anew): whole first
+                    for key in clash:
+                        self._rehydrate_locked(key)
+                    traces, keys, running = self._component(tid)
                 if running and not running_too:
                     continue
                 chosen |= traces
@@ -301,8 +306,11 @@ class Receiver:
 
         def add(key: str) -> None:
             seen.add(key)
+            tree = trees.get(key)
+            if tree is None:
+                return
             keys.append(key)
-            for n in _calls_in(trees[key]):
+            for n in _calls_in(tree):
                 if n.trace_id not in traces:
                     traces.add(n.trace_id)
                     todo.append(n.trace_id)
@@ -422,11 +430,13 @@ class Receiver:
         for block in _blocks(self.log.path, ranges):
             yield from _decode_block(block)
 
-    def _fold_back(self, entry: _Entry) -> Projection:
-        """A fresh projection of an evicted tree's traces, from the log."""
+    def _fold_back(self, entry: _Entry, scratch: Projection | None = None) -> Projection:
+        """A fresh projection of an evicted tree's traces, from the log (or ``scratch`` with
+        them added)."""
         if self.log is None:
             raise KeyError(f"{entry.key!r} left memory and there is no event log to read it back from")
-        scratch = Projection(output_limit=self.projection.output_limit)
+        if scratch is None:
+            scratch = Projection(output_limit=self.projection.output_limit)
         members = frozenset(entry.members)
         with scratch.lock:
             for rec in self._records(entry.ranges):
@@ -462,7 +472,19 @@ class Receiver:
         proj = self.projection
         for _ in range(3):
             with proj.lock:
-                live = span_id in proj.nodes
+                n = proj.nodes.get(span_id)
+                live = n is not None
+                if live and len(self._index):
+                    # a span no call holds is shown in the tree its session or trace names, which
+                    # may be out of memory (its calls left without it): bring that tree back first
+                    wanted = set()
+                    while n is not None:
+                        for key in (n.conv if n.extra else None, n.trace_id):
+                            if key is not None and key in self._index:
+                                wanted.add(key)
+                        n = n.parent
+                    for key in sorted(wanted):
+                        self._rehydrate_locked(key)
             if live:
                 try:
                     return proj.tree(span_id, render_range=render_range)
@@ -473,7 +495,18 @@ class Receiver:
                 break
             if entry is _AGAIN:
                 continue
-            return self._fold_back(entry).tree(span_id, render_range=render_range)
+            scratch = self._fold_back(entry)
+            n = scratch.nodes.get(span_id)
+            if n is not None and scratch.call_of(span_id) is None:
+                # no call holds it: it sees the whole tree its session or trace names, which is
+                # not among what came back when the calls of that tree are not its trace's
+                key = _host_key(n)
+                if key is not None and key not in scratch.trees:
+                    try:
+                        return self.session_tree(key, render_range=render_range)
+                    except KeyError:
+                        return ""  # no such tree anywhere: an empty one, as Projection.view renders
+            return scratch.tree(span_id, render_range=render_range)
         raise KeyError(f"unknown span {span_id!r}")
 
     def _evicted_entry_of(self, span_id: str) -> Any:
@@ -753,11 +786,7 @@ class _SpanFilter:
 
     def stretches(self, span_id: str) -> list[tuple[int, int]]:
         probes = self._probes(span_id)
-        return [
-            (seg.start, seg.end)
-            for seg in self.segments
-            if all(seg.bits[p >> 3] & (1 << (p & 7)) for p in probes)
-        ]
+        return [(seg.start, seg.end) for seg in self.segments if all(seg.bits[p >> 3] & (1 << (p & 7)) for p in probes)]
 
 
 def _tree_key(n: Node | None) -> str | None:
@@ -770,6 +799,20 @@ def _tree_key(n: Node | None) -> str | None:
             return t.key if t is not None else None  # type: ignore[union-attr]
         n = n.parent
     return None
+
+
+def _host_key(n: Node) -> str | None:
+    """The tree a span no call holds is shown in (as ``Projection._host`` finds it), or None
+    when a call above it holds it after all."""
+    conv = n.conv if n.extra else None
+    p = n.parent
+    while p is not None:
+        if p.holds:
+            return None
+        if conv is None:
+            conv = p.conv if p.extra else None
+        p = p.parent
+    return conv or n.trace_id
 
 
 def _calls_in(tree: Any) -> Iterator[Node]:
