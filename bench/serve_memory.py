@@ -149,11 +149,13 @@ def main() -> None:
         health = json.loads(data)
         first = next((m for m in marks if m[0] >= CHECKPOINT), marks[0])
         last = marks[-1]
-        print(f"\nRSS after {first[0]:,} spans: {first[2] / 1024:.1f} MiB; after {last[0]:,}: {last[2] / 1024:.1f} MiB; "
-              f"ratio {last[2] / first[2]:.3f} (target <= 1.25)")  # fmt: skip
+        ratio = last[2] / first[2]
+        print(f"\nRSS after {first[0]:,} spans: {first[2] / 1024:.1f} MiB; "
+              f"after {last[0]:,}: {last[2] / 1024:.1f} MiB; ratio {ratio:.3f} (target <= 1.25)")  # fmt: skip
         print(f"ingest: {sent / total:,.0f} spans/s overall ({sent:,} spans in {total:.1f} s)")
+        log_size = os.path.getsize(folder / "received.jsonl")
         print(f"server: {health['traces_in_memory']:,} trees in memory, {health['traces_evicted']:,} evicted, "
-              f"{health['spans_in_memory']:,} spans in memory; log {os.path.getsize(folder / 'received.jsonl'):,} bytes")  # fmt: skip
+              f"{health['spans_in_memory']:,} spans in memory; event log {log_size:,} bytes")  # fmt: skip
         # read back what left memory: the first request's first trace and one of its spans
         old_trace = (struct.pack(">Q", 1) + bytes.fromhex(trace_ids[0])[8:]).hex()
         old_span = (struct.pack(">I", 1) + bytes.fromhex(span_ids[2])[4:]).hex()

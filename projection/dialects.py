@@ -45,6 +45,8 @@ _BY_TRACELOOP: dict[str, Kind] = {"workflow": "agentic", "agent": "agentic", "ta
 LANGFUSE_TYPE = "langfuse.observation.type"
 LANGFUSE_INPUT = "langfuse.observation.input"
 LANGFUSE_OUTPUT = "langfuse.observation.output"
+OPENINFERENCE_AGENT = "agent.name"
+OPENINFERENCE_TOOL = "tool.name"
 TRACELOOP_KIND = "traceloop.span.kind"
 TRACELOOP_NAME = "traceloop.entity.name"
 TRACELOOP_INPUT = "traceloop.entity.input"
@@ -90,11 +92,11 @@ def function_name(name: str, kind: Kind, attrs: dict[str, Any]) -> str:
     """The name shown as ``function`` (or ``tool`` / ``model``) in the tree."""
     if kind == "agentic":
         # OpenLLMetry copies gen_ai.agent.name onto every span under an agent: its own name wins.
-        agent = attrs.get(TRACELOOP_NAME) or attrs.get(s.AGENT_NAME)
+        agent = attrs.get(TRACELOOP_NAME) or attrs.get(s.AGENT_NAME) or attrs.get(OPENINFERENCE_AGENT)
         if agent:
             return agent if type(agent) is str else str(agent)
     elif kind == "tool":
-        tool = attrs.get(s.TOOL_NAME) or attrs.get(TRACELOOP_NAME)
+        tool = attrs.get(s.TOOL_NAME) or attrs.get(OPENINFERENCE_TOOL) or attrs.get(TRACELOOP_NAME)
         if tool:
             return str(tool)
     elif kind == "llm":

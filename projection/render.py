@@ -106,8 +106,9 @@ class _Pass:
 
     # -- lists ------------------------------------------------------------------------------
     def items(self, kids: list[Node], indent: str, depth: int, on_chain: bool, out: list[str]) -> None:
-        """Render a list of calls (the tops of a tree)."""
-        shown, elided = self.select(kids, "io", False, on_chain, self.top_collapsed)
+        """Render a list of calls (the tops of a tree). A model call made outside any agentic
+        call (another instrumentation's top-level LLM span) is a conversation turn there."""
+        shown, elided = self.select(kids, "io", False, on_chain, self.top_collapsed, turns=True)
         self.entries(shown, elided, self.top_collapsed, indent, depth, on_chain, out)
 
     def entries(
@@ -133,11 +134,20 @@ class _Pass:
                 self.item_starts.append(len(out))
             if k.kind == "agentic":
                 self.item(k, indent, depth, out)
+            elif k.kind == "llm" and k.listed_in is not None and type(k.listed_in) is Tree:
+                out.append(self._turn(k, indent))
             else:
                 out.append(self._exchange(k, indent))
 
     def select(
-        self, kids: list[Node], expose: str, released: bool, on_chain: bool, collapsed: tuple[int, str, str] | None
+        self,
+        kids: list[Node],
+        expose: str,
+        released: bool,
+        on_chain: bool,
+        collapsed: tuple[int, str, str] | None,
+        *,
+        turns: bool = False,
     ) -> tuple[list[Node], bool]:
         """The children shown, and whether older ones were left out by ``render_range``.
 
@@ -160,7 +170,8 @@ class _Pass:
                 listed_in = n.listed_in
                 if listed_in is not None and calls_of(listed_in) is kids and order_key(n) < bound:
                     shown.append(n)
-        shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind == "agentic")
+        wanted = ("agentic", "llm") if turns else ("agentic",)
+        shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind in wanted)
         return shown, start > first
 
     def _window(self, kids: list[Node], keep: int, lo: int = 0) -> int:
@@ -250,6 +261,20 @@ class _Pass:
             out.append(f"{inner}children: []  # earlier calls not shown\n")
         elif n.children and depth >= MAX_DEPTH and any(k.kind == "agentic" for k in n.children):
             out.append(f"{inner}# deeper calls not shown\n")
+
+    def _turn(self, k: Node, indent: str) -> str:
+        """A top-level model call as a conversation turn, like callctx's own ``exec`` outside
+        any agentic call: running, failed, or finished with its output."""
+        inner = indent + "  "
+        out = [f"{indent}- function: turn\n"]
+        if not k.state & ENDED:
+            out.append(f"{inner}status: {'interrupted' if self.recovered else 'running'}\n")
+        elif k.state & FAILED:
+            out.append(f"{inner}status: error\n")
+            out.append(key_value("error", k.error or "error", inner))
+        elif k.output is not None:
+            out.append(key_value("output", k.output, inner))
+        return "".join(out)
 
     def _exchange(self, k: Node, indent: str) -> str:
         inner = indent + "  "

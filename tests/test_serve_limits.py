@@ -203,10 +203,8 @@ def test_threads_stay_bounded_while_50_slow_clients_connect(serve):
 
 
 def test_grpc_with_bounded_streams_still_serves(tmp_path):
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # noqa: F401 (the grpc stack)
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-
     import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
     rx = Receiver(tmp_path / "g.jsonl")
     server = serve_grpc(rx, "127.0.0.1", 0, max_concurrent_rpcs=2, max_concurrent_streams=1)
@@ -345,3 +343,32 @@ def test_serve_options_and_defaults():
     assert (args.read_timeout, args.max_connections, args.max_traces) == (10.0, 256, 1000)
     args = build_parser().parse_args(["serve", "--read-timeout", "2.5", "--max-connections", "8", "--max-traces", "50"])
     assert (args.read_timeout, args.max_connections, args.max_traces) == (2.5, 8, 50)
+
+
+def test_projection_forget_leaves_what_never_seeing_the_trees_would():
+    from callctx.projection.spans import to_records
+
+    def fold(*traces):
+        p = Projection()
+        for spans in traces:
+            for sp in spans:
+                p.apply_all(to_records(sp))
+        return p
+
+    kept, dropped = [trace(t, conv="chat-9" if t == 3 else None) for t in range(3)], [trace(7), trace(8)]
+    with_all, without = fold(*kept, *dropped), fold(*kept)
+    for key in with_all.sessions():
+        with_all.session_tree(key)  # rendered once: the renderer's memo holds the nodes too
+    assert with_all.forget([s[0].trace_id for s in dropped], [sp.span_id for s in dropped for sp in s]) == 8
+    assert with_all.sessions() == without.sessions()
+    assert set(with_all.nodes) == set(without.nodes) and not with_all.orphans
+    for key in without.sessions():
+        assert with_all.session_tree(key) == without.session_tree(key)
+    for sid in without.nodes:
+        assert with_all.tree(sid) == without.tree(sid)
+    # the forgotten come back as they were when their events are applied again
+    for sp in dropped[0]:
+        with_all.apply_all(to_records(sp))
+    again = fold(*kept, dropped[0])
+    assert with_all.sessions() == again.sessions()
+    assert all(with_all.session_tree(k) == again.session_tree(k) for k in again.sessions())

@@ -19,9 +19,11 @@ import msgspec
 
 from callctx.components import record, wire
 from callctx.components.context import Context, Segment
-from callctx.projection import LogError
+from callctx.projection import LogError, Projection, read_log
+from callctx.projection.asof import tree_as_seen_by
 from callctx.projection.calls import ModelCall, read_calls
-from callctx.projection.events import decode
+from callctx.projection.events import Blob, SpanStarted, decode
+from callctx.projection.llm import Reconstructed, messages_of
 from callctx.projection.log import Damage
 
 from .recorded import Unrebuildable, rebuild
@@ -124,34 +126,117 @@ def _tree_of(context: Context) -> str:
 def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     calls, blobs = load_calls(args.log, err)
     if not calls:
-        out.write(f"{args.log} records no model calls\n")
+        out.write(f"{args.log} records no model calls ({_holds(args.log)})\n")
         return EXIT_OK
-    out.write(f"{'#':>4}  {'function':<22} {'input tok':>9} {'cacheable':>9}  {'status':<7} call path\n")
+    head = f"{'#':>4}  {'function':<22} {'model':<22} {'input':>7} {'output':>6} {'cached':>6} {'cacheable':>9}"
+    out.write(f"{head}  {'status':<7} call path\n")
     for c in calls:
-        tokens = cacheable = "-"
+        tokens = c.usage.get("input")
+        cacheable = "-"
         if c.manifest:
             try:
                 _, context = restored(c, blobs)
-                tokens, cacheable = f"{context.tokens:,}", f"{share_cacheable(context):.0%}"
+                tokens, cacheable = context.tokens, f"{share_cacheable(context):.0%}"
             except CliError as e:
                 err.write(f"warning: {e}\n")
+        else:
+            cacheable = "(span)"  # another instrumentation's call: read from its span, not rebuilt
         name = c.function or "turn"
-        out.write(f"{c.index:>4}  {name:<22} {tokens:>9} {cacheable:>9}  {c.status:<7} {c.call_path or ''}\n")
+        out.write(
+            f"{c.index:>4}  {name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(c.usage.get('output')):>6} "
+            f"{_n(c.usage.get('cache_read')):>6} {cacheable:>9}  {c.status:<7} {c.call_path or ''}\n"
+        )
     return EXIT_OK
 
 
+def _n(value: int | None) -> str:
+    return f"{value:,}" if value is not None else "-"
+
+
+def _holds(path: str) -> str:
+    """What a log without model calls holds, in a few words."""
+    spans = traces = 0
+    seen: set[str] = set()
+    for rec in read_log(path):
+        if type(rec) is SpanStarted:
+            spans += 1
+            if rec.trace_id not in seen:
+                seen.add(rec.trace_id)
+                traces += 1
+    if not spans:
+        return "it holds no spans yet"
+    return f"it holds {spans:,} spans in {traces:,} traces; `callctx export` shows them"
+
+
 def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.span is not None:
+        path = check_event_log(args.log)
+        records = list(read_log(path))
+        try:
+            if args.final:
+                p = Projection()
+                p.apply_all(r for r in records if type(r) is not Blob)  # type: ignore[misc]
+                p.mark_recovered()
+                text = p.view(args.span).text
+            else:
+                text = tree_as_seen_by(records, args.span)
+        except KeyError:
+            raise CliError(f"{args.log} holds no span {args.span}") from None
+        out.write(text or "(an empty tree)\n")
+        return EXIT_OK
+    if args.at is None:
+        raise CliError("say which tree: --at N (a model call) or --span ID")
     calls, blobs = load_calls(args.log, err)
     call = pick(calls, args.at, args.log)
+    if call.foreign:  # not recorded: the tree as the call's span saw it, folded from the log
+        tree = tree_as_seen_by(read_log(args.log), call.span_id)
+        out.write(tree if tree else "(no call tree: a top-level model call)\n")
+        return EXIT_OK
     _, context = restored(call, blobs)
     tree = _tree_of(context)
     out.write(tree if tree else "(no call tree: a top-level turn with no history)\n")
     return EXIT_OK
 
 
+def format_reconstructed(call: ModelCall, rec: Reconstructed, out: TextIO) -> None:
+    """A foreign call's messages as its span carries them."""
+    where = call.call_path or "top level"
+    out.write(f"call {call.index}: {call.function or 'turn'}  ({where})\n")
+    model = call.model or "an unknown model"
+    source = rec.source or "nothing"
+    out.write(
+        f"made by another instrumentation ({call.provider or 'unknown provider'}, {model}); reconstructed from "
+        f"the span's {source} attributes, not hash-verified\n"
+    )
+    if call.usage:
+        out.write("usage: " + ", ".join(f"{k} {v:,}" for k, v in call.usage.items()) + "\n")
+    if rec.empty:
+        out.write("\n(the span carries no messages: its instrumentation did not capture content)\n")
+        return
+    for text in rec.system:
+        out.write(f"\n══ system ══\n{text.rstrip()}\n")
+    if rec.messages:
+        out.write("\n══ messages ══\n")
+        for m in rec.messages:
+            out.write(f"── {m.role}\n{m.text.rstrip()}\n")
+    if rec.output:
+        out.write("\n══ output ══\n")
+        for m in rec.output:
+            out.write(f"── {m.role}\n{m.text.rstrip()}\n")
+
+
 def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     calls, blobs = load_calls(args.log, err)
     call = pick(calls, args.at, args.log)
+    if call.foreign:
+        rec = messages_of(call.attributes or {})
+        if args.json:
+            out.write(
+                json.dumps({"reconstructed": True, "verified": False, **msgspec.to_builtins(rec)}, indent=2) + "\n"
+            )
+        else:
+            format_reconstructed(call, rec, out)
+        return EXIT_OK
     try:
         done = rebuild(call, blobs)
     except Unrebuildable as e:
@@ -475,9 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("log")
     p.set_defaults(run=cmd_calls)
 
-    p = sub.add_parser("tree", help="the call tree call N saw")
+    p = sub.add_parser("tree", help="the call tree model call N (or span ID) saw")
     p.add_argument("log")
-    p.add_argument("--at", type=int, required=True, metavar="N")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--at", type=int, metavar="N", help="the tree model call N was sent")
+    which.add_argument("--span", metavar="ID", help="the tree as span ID saw it when it started")
+    p.add_argument("--final", action="store_true", help="with --span: the tree as the log ends, not as the span saw it")
     p.set_defaults(run=cmd_tree)
 
     p = sub.add_parser("context", help="rebuild and verify the exact request of call N")
@@ -522,9 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["otlp", "jaeger"], default="otlp")
     p.add_argument("--service", default="callctx", help="service name for spans that carry none")
     p.add_argument("-o", "--output", help="file to write, mode 0600 (default: standard output)")
-    p.add_argument(
-        "--raw", action="store_true", help="everything as recorded: no redaction, no cuts (default: shaped)"
-    )
+    p.add_argument("--raw", action="store_true", help="everything as recorded: no redaction, no cuts (default: shaped)")
     p.set_defaults(run=cmd_export)
 
     p = sub.add_parser("import", help="read an OTLP/JSON (or Collector file) or Jaeger JSON trace into an event log")

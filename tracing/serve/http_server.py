@@ -105,7 +105,7 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
 
         def _status(self, status: int, message: str, content_type: str) -> None:
             """An error as a google.rpc.Status, in the request's encoding (OTLP/HTTP)."""
-            code = {400: 3, 401: 16, 411: 3, 413: 8, 415: 3}.get(status, 2)
+            code = {400: 3, 401: 16, 411: 3, 413: 8, 415: 3, 503: 14}.get(status, 2)
             st = status_pb2.Status(code=code, message=message)
             if content_type.startswith(PROTOBUF):
                 self._send(status, st.SerializeToString(), PROTOBUF)

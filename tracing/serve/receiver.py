@@ -121,8 +121,8 @@ class Receiver:
         self._live: OrderedDict[str, _Live] = OrderedDict()  # traces in memory, least recently updated first
         self._index = _Index()  # trees out of memory
         self._home: dict[str, str] = {}  # trace -> its evicted entry, when not keyed by the trace itself
-        self._functions: dict[str, int] = {}
-        self._function_names: list[str] = []
+        self._listings: dict[tuple[str, ...], int] = {}  # the function names of a tree's top calls, interned
+        self._listing_names: list[tuple[str, ...]] = []
         self._spans = _SpanFilter(self._log_size())
         self._log_failed = False  # a write was refused once: offsets past it are not exact
 
@@ -155,6 +155,7 @@ class Receiver:
         spans = sorted(decoded.spans, key=lambda sp: (sp.start_ns, sp.span_id))
         with proj.lock:
             event_log = self.log
+            mark = self._newest_tree()
             base = pos = self._log_size()
             self._spans.begin(base)
             touched: dict[str, list[int]] = {}  # trace -> [first byte, end] of its records here
@@ -187,13 +188,13 @@ class Receiver:
                 if refused or end != pos:  # held back, or bytes we did not count: cover them all
                     self._log_failed |= refused
                     for here in touched.values():
-                        here[0], here[1] = base, -1 if refused else end
+                        here[0], here[1] = max(base, 0), -1 if refused or base < 0 else end
             for tid, (start, stop) in touched.items():
                 live = self._live[tid]
                 if event_log is not None:
                     live.add_range(start, stop)
                 self._live.move_to_end(tid)
-            self._bring_back_locked(touched, spans)
+            self._bring_back_locked(touched, mark)
             self._evict_locked()
         self.stats.add(
             requests=1,
@@ -254,6 +255,7 @@ class Receiver:
         if trees <= limit and live <= limit:
             return
         chosen: set[str] = set()
+        clashes: set[str] = set()
         keys_out: list[str] = []
         spans_out: list[str] = []
         entries: list[_Entry] = []
@@ -267,12 +269,11 @@ class Receiver:
                     continue
                 traces, keys, running = self._component(tid)
                 clash = [k for k in keys if k in self._index]
-                if clash:  # a tree that is also out of memory (a read made it anew): whole first
-                    for key in clash:
-                        self._rehydrate_locked(key)
-                    traces, keys, running = self._component(tid)
-                if running and not running_too:
+                if clash:  # in memory and out of it too (not expected): made whole below, not evicted now
+                    clashes.update(clash)
                     continue
+                if (running and not running_too) or not traces.isdisjoint(chosen):
+                    continue  # running; or reaching a component chosen already: next time, alone
                 chosen |= traces
                 entries += self._entries(traces, keys)
                 keys_out += keys
@@ -280,18 +281,28 @@ class Receiver:
                     spans_out += self._live[t].spans
                 trees -= len(keys)
                 live -= len(traces)
-        if not chosen:
-            return
-        proj.forget_locked(keys_out, spans_out)
+        if chosen:
+            self._evict_chosen(chosen, keys_out, spans_out, entries)
+        for key in sorted(clashes):
+            self._rehydrate_locked(key)
+
+    def _evict_chosen(self, chosen: set[str], keys_out: list[str], spans_out: list[str], entries: list[_Entry]) -> None:
+        self.projection.forget_locked(keys_out, spans_out)
         for tid in chosen:
             del self._live[tid]
         for entry in entries:
+            old = self._index.pop(entry.key)
+            if old is not None:  # not expected (a tree is in memory or out, not both): lose nothing
+                log.debug("callctx serve: tree %r evicted while out of memory already; merged", entry.key)
+                members = tuple(sorted({*old.members, *entry.members}))
+                entry = entry._replace(ranges=_merge([*old.ranges, *entry.ranges]), members=members,
+                                       spans=old.spans + entry.spans)  # fmt: skip
             self._index.put(entry)
             if entry.top_calls >= 0:
                 self.evictions += 1
             for tid in entry.members:
                 if tid != entry.key:
-                    self._home.setdefault(tid, entry.key)
+                    self._home[tid] = entry.key
 
     def _component(self, tid: str) -> tuple[set[str], list[str], bool]:
         """The traces and trees that must leave memory together with trace ``tid`` (its calls'
@@ -331,9 +342,9 @@ class Receiver:
                 key = _tree_key(n)
                 if key is not None and key not in seen:
                     add(key)
-                conv = n.conv if n.extra else None  # a tree a read of this span made (see Projection.view)
-                if conv is not None and conv in trees and conv not in seen:
-                    add(conv)
+                conv = n.conv if n.extra else None
+                if conv is not None and conv not in seen and conv in trees and not trees[conv].top_calls:
+                    add(conv)  # an empty tree a read of this span made (see Projection.view)
         return traces, keys, running
 
     def _entries(self, traces: set[str], keys: list[str]) -> list[_Entry]:
@@ -344,40 +355,53 @@ class Receiver:
         out = []
         for key in keys:
             tops = self.projection.trees[key].top_calls
-            functions = tuple(self._function_id(n.function) for n in tops[:20])
-            out.append(_Entry(key, ranges, count, len(tops), tops[0].start_ns if tops else 0, functions, members))
+            listing = self._listing_id(tuple(n.function for n in tops[:20]))
+            out.append(_Entry(key, ranges, count, len(tops), tops[0].start_ns if tops else 0, listing, members))
         if not keys:  # spans that list no call: kept so that late spans of the trace bring them back
-            out.append(_Entry(members[0], ranges, count, -1, 0, (), members))
+            out.append(_Entry(members[0], ranges, count, -1, 0, -1, members))
         return out
 
-    def _function_id(self, name: str) -> int:
-        i = self._functions.get(name)
+    def _listing_id(self, names: tuple[str, ...]) -> int:
+        """Trees listing the same functions at the top (one code path) share one tuple."""
+        i = self._listings.get(names)
         if i is None:
-            i = self._functions[name] = len(self._function_names)
-            self._function_names.append(name)
+            i = self._listings[names] = len(self._listing_names)
+            self._listing_names.append(names)
         return i
 
-    def _bring_back_locked(self, touched: Iterable[str], spans: list[Any]) -> None:
-        """Fold back into memory the evicted trees that spans of this request belong to."""
+    def _bring_back_locked(self, touched: Iterable[str], mark: tuple[str, Any] | None) -> None:
+        """Fold back into memory the evicted trees this request's spans belong to: those of
+        the traces it touched, and any tree it made anew (a call lands in a tree, or a late
+        parent moves its waiting calls into one) that is out of memory. ``mark``: the newest
+        tree before the request."""
         index = self._index
         if not len(index):
             return
-        wanted: set[str] = set()
-        for tid in touched:
-            key = self._home.get(tid, tid)
-            if key in index:
-                wanted.add(key)
-        nodes = self.projection.nodes
-        checked: set[str] = set()
-        for sp in spans:
-            n = nodes.get(sp.span_id)
-            key = _tree_key(n) if n is not None else None
-            if key is not None and key not in checked:
-                checked.add(key)
-                if key in index:
-                    wanted.add(key)
-        for key in sorted(wanted):
-            self._rehydrate_locked(key)
+        wanted = {key for key in (self._home.get(tid, tid) for tid in touched) if key in index}
+        wanted.update(key for key in self._trees_since(mark) if key in index)
+        while wanted:
+            mark = self._newest_tree()
+            for key in sorted(wanted):
+                self._rehydrate_locked(key)
+            wanted = {key for key in self._trees_since(mark) if key in index}
+
+    def _newest_tree(self) -> tuple[str, Any] | None:
+        trees = self.projection.trees
+        key = next(reversed(trees), None)
+        return None if key is None else (key, trees[key])
+
+    def _trees_since(self, mark: tuple[str, Any] | None) -> list[str]:
+        """The keys of the trees made after ``mark`` (a dict keeps insertion order); all of
+        them when the mark itself went (a provisional tree whose calls moved under a parent)."""
+        trees = self.projection.trees
+        if mark is not None and trees.get(mark[0]) is not mark[1]:
+            return list(trees)
+        out = []
+        for key in reversed(trees):
+            if mark is not None and key == mark[0]:
+                break
+            out.append(key)
+        return out
 
     def _rehydrate_locked(self, key: str) -> None:
         """Apply the records of an evicted tree (and of every tree evicted with it) to the live
@@ -553,9 +577,9 @@ class Receiver:
                 row = {"id": key, "top_calls": len(tops), "functions": [n.function for n in tops[:20]],
                        "in_memory": True}  # fmt: skip
                 rows.append(((tops[0].start_ns if tops else 0, key), row))
-            names = self._function_names
-            for key, start_ns, top_calls, functions in self._index.listed():
-                row = {"id": key, "top_calls": top_calls, "functions": [names[i] for i in functions],
+            listings = self._listing_names
+            for key, start_ns, top_calls, listing in self._index.listed():
+                row = {"id": key, "top_calls": top_calls, "functions": list(listings[listing]),
                        "in_memory": False}  # fmt: skip
                 rows.append(((start_ns, key), row))
         rows.sort(key=lambda r: r[0])
@@ -625,7 +649,7 @@ class _Entry(NamedTuple):
     spans: int
     top_calls: int
     start_ns: int
-    functions: tuple[int, ...]  # ids of the first 20 top calls' function names
+    listing: int  # id of the function names of the first 20 top calls (-1: none listed)
     members: tuple[str, ...]  # the traces whose records make the tree
 
 
@@ -643,7 +667,7 @@ def _merge(ranges: Iterable[list[int] | tuple[int, int]]) -> tuple[tuple[int, in
     return tuple(out)
 
 
-_FIXED = struct.Struct("<16sqqIiqi")  # trace id, first byte, end, spans, top calls, start, function
+_FIXED = struct.Struct("<16sqqIiqi")  # trace id, first byte, end, spans, top calls, start, listing
 
 
 class _Index:
@@ -677,13 +701,13 @@ class _Index:
     def get(self, key: str) -> _Entry | None:
         packed = self._other.get(key)
         if packed is not None:
-            key, ranges, spans, top_calls, start_ns, functions, members = msgspec.msgpack.decode(packed)
-            return _Entry(key, tuple(map(tuple, ranges)), spans, top_calls, start_ns, tuple(functions), tuple(members))
+            key, ranges, spans, top_calls, start_ns, listing, members = msgspec.msgpack.decode(packed)
+            return _Entry(key, tuple(map(tuple, ranges)), spans, top_calls, start_ns, listing, tuple(members))
         bucket, i = self._find(key)
         if bucket is None or i < 0:
             return None
-        _, start, end, spans, top_calls, start_ns, function = _FIXED.unpack_from(bucket, i)
-        return _Entry(key, ((start, end),), spans, top_calls, start_ns, (function,) if top_calls > 0 else (), (key,))
+        _, start, end, spans, top_calls, start_ns, listing = _FIXED.unpack_from(bucket, i)
+        return _Entry(key, ((start, end),), spans, top_calls, start_ns, listing, (key,))
 
     def pop(self, key: str) -> _Entry | None:
         entry = self.get(key)
@@ -703,19 +727,13 @@ class _Index:
 
     def put(self, entry: _Entry) -> None:
         key = entry.key
-        if (
-            entry.members == (key,)
-            and len(entry.ranges) == 1
-            and entry.top_calls <= 1
-            and _TRACE_ID.fullmatch(key)
-            and key not in self._other
-        ):
-            (start, end), function = entry.ranges[0], (entry.functions or (0,))[0]
+        if entry.members == (key,) and len(entry.ranges) == 1 and _TRACE_ID.fullmatch(key) and key not in self._other:
+            (start, end) = entry.ranges[0]
             raw = bytes.fromhex(key)
             if len(self._buckets) * 128 < self._fixed:
                 self._grow()
             self._buckets[hash(raw) & (len(self._buckets) - 1)] += _FIXED.pack(
-                raw, start, end, entry.spans, entry.top_calls, entry.start_ns, function
+                raw, start, end, entry.spans, entry.top_calls, entry.start_ns, entry.listing
             )
             self._fixed += 1
         else:
@@ -733,16 +751,16 @@ class _Index:
                 record = bucket[i : i + size]
                 self._buckets[hash(bytes(record[:16])) & mask] += record
 
-    def listed(self) -> Iterator[tuple[str, int, int, tuple[int, ...]]]:
-        """(key, start, top calls, function ids) of every evicted tree that lists calls."""
+    def listed(self) -> Iterator[tuple[str, int, int, int]]:
+        """(key, start, top calls, listing id) of every evicted tree that lists calls."""
         for bucket in self._buckets:
-            for raw, _, _, _, top_calls, start_ns, function in _FIXED.iter_unpack(bucket):
+            for raw, _, _, _, top_calls, start_ns, listing in _FIXED.iter_unpack(bucket):
                 if top_calls >= 0:
-                    yield raw.hex(), start_ns, top_calls, (function,) if top_calls > 0 else ()
+                    yield raw.hex(), start_ns, top_calls, listing
         for packed in self._other.values():
-            key, _, _, top_calls, start_ns, functions, _ = msgspec.msgpack.decode(packed)
+            key, _, _, top_calls, start_ns, listing, _ = msgspec.msgpack.decode(packed)
             if top_calls >= 0:
-                yield key, start_ns, top_calls, tuple(functions)
+                yield key, start_ns, top_calls, listing
 
 
 class _Segment:
