@@ -87,7 +87,7 @@ def word_start(width: int, *, strict: bool = False) -> str:
 _KEY_QUOTE = r"(?:\\*[\"'])?"  # the quote closing a key: ", ', \" (JSON in JSON), \\\" ...
 # An unquoted value: stops at white space, quotes, separators, brackets and at any backslash that
 # may start an escape (so, in JSON, at every backslash: it never splits an escape, at any depth).
-_UNQUOTED = r"(?:[^\s\"'`\\,;&|<>()\[\]{}]|\\(?![nrtbfu\"'\\/]))+"
+_UNQUOTED = r"(?:[^\s\"'`\\,;&|<>()\[\]{}]|\\(?![nrtbfu\"'\\/])){1,1024}"
 # A quoted value, after the groups vb (the backslashes of the opening quote: none in plain JSON,
 # 1 in JSON nested in a JSON string, 3 one level deeper, 2**depth - 1) and vq (the quote). It is
 # read as the JSON string it is, escape by escape *at its own depth*, up to the closing quote of
@@ -98,7 +98,7 @@ _UNQUOTED = r"(?:[^\s\"'`\\,;&|<>()\[\]{}]|\\(?![nrtbfu\"'\\/]))+"
 # the end); another (``'{"password": "a\\"b"}'``, a repr of JSON) is taken as part of the value.
 _QUOTED = (
     r"(?:(?!(?P=vb)(?P=vq)(?:[\s,;:}\])\\\"'&]|$))"
-    r"(?:(?P=vb)(?P=vb)\\(?:\\|(?P=vq))|(?P=vb)\\(?!(?P=vq))[^\\\r\n]|(?P=vb)(?P=vq)|[^\\\r\n\"]))+"
+    r"(?:(?P=vb)(?P=vb)\\(?:\\|(?P=vq))|(?P=vb)\\(?!(?P=vq))[^\\\r\n]|(?P=vb)(?P=vq)|[^\\\r\n\"])){1,4096}"
 )
 _VALUE = rf"(?:(?P<vb>\\*)(?P<vq>[\"']))?(?P<secret>(?(vq){_QUOTED}|{_UNQUOTED}))"
 _SEP = r"[ \t]*(?P<sep>=>|[:=])(?![=:])[ \t]*"
@@ -114,27 +114,27 @@ SECRET_KEYS = re.compile(
 
 _LITERALS = frozenset({"null", "true", "false", "none", "nil", "undefined"})
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+# The key of a key_value pair: a word of SECRET_KEYS at the end of the key (so ``DB_PASSWORD``,
+# ``x-api-key``, ``clientSecret``, but not ``max_tokens``, ``cache_key``, ``PWD``), checked by
+# look-behind so that the regex gives up at once on other keys.
+_KEY_PREFIX = "".join(
+    f"(?<={words})|(?<=(?:{words})[_.\\-])|"
+    for words in ("api", "auth", "secret|access|master|client", "private|signing|account|session|license")
+) + "(?<=encryption)|(?<=encryption[_.\\-])|(?<=subscription)|(?<=subscription[_.\\-])"
+_KEY_WORD = rf"(?P<key>passw(?:or)?d|passphrase|(?<=[_.\-])pwd|secret|token|(?:{_KEY_PREFIX})key|credentials?)"
 
 
 def _key_value(m: re.Match[str]) -> str | None:
-    """``password: x`` and the like: only when the whole key names a secret, and not for values
-    that are already masked or are not secrets (null, booleans; numbers under a token key)."""
-    text, start = m.string, m.start("key")
-    i = start
-    while i > 0 and text[i - 1] in _KEY_CHARS and start - i < 100:
-        i -= 1
-    key = text[i : m.end("key")]
-    if not SECRET_KEYS.search(key):
-        return None
+    """``password: x`` and the like, but not for values that are already masked or are not
+    secrets: null, booleans, code (``api_key = os.environ["KEY"]``), numbers under a token key."""
     value = m.group("secret")
     if value.strip("*") == "":
         return None
     if m.group("vq") is None:
         if value.lower() in _LITERALS or m.string.startswith(("(", "["), m.end()):
-            return None  # null, true...; or code: ``api_key = os.environ["KEY"]``, ``f(x)``
+            return None
         if _NUMBER.fullmatch(value):
-            if key.lower().endswith("token"):
+            if m.group("key").lower() == "token":
                 return None  # a count, an id, an index
             quote = m.group("kq") or ""
             if m.group("sep") == ":" and quote.endswith('"'):
@@ -230,7 +230,7 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     # scheme://user:password@host: scheme, user and host stay
     SecretPattern(
         "url_password",
-        r":(?:\\?/){2}[^\s:/?#@\"'\\<>]*:(?P<secret>[^\s/?\"'\\<>]+)@",
+        r":(?:\\?/){2}[^\s:/?#@\"'\\<>]{0,256}:(?P<secret>[^\s/?\"'\\<>]{1,256})@",
         ("://", ":\\/\\/"),
     ),
     SecretPattern(
@@ -249,13 +249,13 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     ),
     SecretPattern(
         "cookie",  # Cookie / Set-Cookie: the whole header value
-        r"(?i)cookie" + _KEY_QUOTE + r"[ \t]*[:=][ \t]*(?:\\*[\"'])?(?P<secret>[^\s\"'\\][^\r\n\"'\\]*)",
+        r"(?i)cookie" + _KEY_QUOTE + r"[ \t]*[:=][ \t]*(?:\\*[\"'])?(?P<secret>[^\s\"'\\][^\r\n\"'\\]{0,4096})",
         ("cookie",),
         follow=_FOLLOW_KEY,
     ),
     SecretPattern(
         "key_value",  # JSON, YAML, .env, Python repr, headers, query strings
-        r"(?i)(?P<key>passw(?:or)?d|passphrase|pwd|secret|token|key|credentials?)(?P<kq>\\*[\"'])?" + _SEP + _VALUE,
+        rf"(?i){_KEY_WORD}(?P<kq>\\*[\"'])?" + _SEP + _VALUE,
         ("password", "passwd", "passphrase", "pwd", "secret", "token", "key", "credential", "credentials"),
         _key_value,
         follow=_FOLLOW_KEY,
@@ -530,12 +530,19 @@ class Redactor:
             found = [at[n] for n in rule.needles if n in at]
             if not found:
                 continue
-            # every start is tried, even inside an earlier match: matches may overlap (their
-            # union goes), and a match that is let alone may hold a secret
+            # Every start is tried, even inside an earlier match: matches may overlap (the union
+            # goes), and a match that is let alone may hold a secret. But a token (a rule with no
+            # secret group) found inside a token would only be a piece of it. Values have bounded
+            # lengths, so that this stays linear.
+            end = 0
             for i in found[0] if len(found) == 1 else sorted({p for f in found for p in f}):
+                if i < end:
+                    continue
                 m = rule.rx.match(text, i)
                 hit = None if m is None else _hit(rule, m)
                 if hit is not None:
+                    if not rule.grouped:
+                        end = hit[1]
                     yield (*hit, index, rule.name)
 
     def _run(self, text: str, found: list[str] | None) -> str:

@@ -17,12 +17,13 @@ cap of ``HARD_CAP_FACTOR`` x ``max_traces`` (trees or traces): then the least re
 go, running or not, until it is back under the cap.
 
 What an evicted tree leaves in memory is one small index entry: the byte ranges of the log
-that hold its records (one range per stretch of requests; ranges less than ``MERGE_GAP``
-apart merge), its span count, and what ``/api/traces`` lists (top calls, their function
-names, the first start time): about 60 bytes for a trace of its own (a fixed-size record in
-a packed table), a few hundred for a session tree (which also names its traces). Every span
-id also costs ``BLOOM_BITS`` bits in a Bloom filter per stretch of ``SEGMENT_SPANS`` spans,
-which finds the stretch of log to scan when an evicted span's tree is asked for.
+that hold its records (ranges less than ``MERGE_GAP`` apart merge), its span count, and what
+``/api/traces`` lists (the number of top calls, their function names as an id into a table of
+interned name lists, the first start time). A trace of its own whose records sit in one range
+costs a 52-byte record in a packed table; a session tree, or a trace in several ranges, a
+msgpack entry in a dict (a few hundred bytes, and each of its traces a pointer to it). Every
+span id also costs ``BLOOM_BITS`` bits in a Bloom filter per stretch of ``SEGMENT_SPANS``
+spans, which names the stretch of log to scan when an evicted span's tree is asked for.
 
 Reading an evicted tree (``/api/traces/{id}/tree``, ``/api/spans/{id}/tree``) folds it back
 from the log: the records in its ranges that belong to its traces, into a fresh projection,
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 16 << 20  # bytes, after decompression
 DEFAULT_MAX_TRACES = 1000
 HARD_CAP_FACTOR = 4  # past this many times max_traces, even trees with running spans leave memory
-MERGE_GAP = 1 << 20  # a tree's log ranges closer than this many bytes merge into one
+MERGE_GAP = 4 << 20  # a tree's log ranges closer than this many bytes merge into one
 SEGMENT_SPANS = 1 << 16  # spans per stretch of log with its own Bloom filter
 BLOOM_BITS = 10  # bits per span (4 probes: about 1% false positives)
 PROTOBUF = "application/x-protobuf"
@@ -431,7 +432,7 @@ class Receiver:
                 lives[tid] = live
             applied = 0
             if self.log is not None:
-                for rec in self._records(entry.ranges):
+                for rec in self._records(entry.ranges, lives):
                     t = type(rec)
                     if t is SpanStarted or t is SpanEnded or t is Collapsed:
                         live = lives.get(rec.trace_id)  # type: ignore[union-attr]
@@ -449,10 +450,30 @@ class Receiver:
                     todo.append(tid)
 
     # ---- reading back ---------------------------------------------------------------------
-    def _records(self, ranges: Iterable[tuple[int, int]]) -> Iterator[Record]:
+    def _records(self, ranges: Iterable[tuple[int, int]], members: Iterable[str]) -> Iterator[Record]:
+        """The records in ``ranges`` of the log, those of ``members`` among them (and maybe a few
+        others: callers check). Lines are picked by a byte search for the trace ids before any
+        is decoded, so a range wide with other traces' records costs little more than reading."""
         assert self.log is not None
+        members = list(members)
+        patterns = [b'"trace_id":"' + t.encode() + b'"' for t in members] if len(members) <= 16 else None
         for block in _blocks(self.log.path, ranges):
-            yield from _decode_block(block)
+            if patterns is None:
+                yield from _decode_block(block)
+                continue
+            starts = set()
+            for pattern in patterns:
+                i = block.find(pattern)
+                while i >= 0:
+                    starts.add(block.rfind(b"\n", 0, i) + 1)
+                    end = block.find(b"\n", i)
+                    i = block.find(pattern, end) if end >= 0 else -1
+            for start in sorted(starts):
+                end = block.find(b"\n", start)
+                try:
+                    yield decode(block[start : end if end >= 0 else len(block)])
+                except _DECODE_ERRORS:
+                    continue  # a torn or damaged line: the log's readers skip it too
 
     def _fold_back(self, entry: _Entry, scratch: Projection | None = None) -> Projection:
         """A fresh projection of an evicted tree's traces, from the log (or ``scratch`` with
@@ -463,7 +484,7 @@ class Receiver:
             scratch = Projection(output_limit=self.projection.output_limit)
         members = frozenset(entry.members)
         with scratch.lock:
-            for rec in self._records(entry.ranges):
+            for rec in self._records(entry.ranges, members):
                 t = type(rec)
                 if (t is SpanStarted or t is SpanEnded or t is Collapsed) and rec.trace_id in members:  # type: ignore[union-attr]
                     scratch.apply_locked(rec)
@@ -671,9 +692,10 @@ _FIXED = struct.Struct("<16sqqIiqi")  # trace id, first byte, end, spans, top ca
 
 
 class _Index:
-    """The evicted trees. The common one, a trace of its own with one range of log and at most
-    one top call, is a 52-byte record in a table of packed buckets (found by ``bytes.find``);
-    any other is a msgpack entry in a dict. Not thread-safe: the receiver holds its lock."""
+    """The evicted trees. The common one, a trace of its own with one range of log, is a
+    52-byte record in a table of packed buckets (found by ``bytes.find``; the names its top
+    calls list are an id into the receiver's interned listings); any other (a session tree,
+    several ranges) is a msgpack entry in a dict. Not thread-safe: the receiver holds its lock."""
 
     def __init__(self) -> None:
         self._buckets: list[bytearray] = [bytearray() for _ in range(256)]
@@ -728,7 +750,7 @@ class _Index:
     def put(self, entry: _Entry) -> None:
         key = entry.key
         if entry.members == (key,) and len(entry.ranges) == 1 and _TRACE_ID.fullmatch(key) and key not in self._other:
-            (start, end) = entry.ranges[0]
+            start, end = entry.ranges[0]
             raw = bytes.fromhex(key)
             if len(self._buckets) * 128 < self._fixed:
                 self._grow()
