@@ -614,10 +614,9 @@ _SYSTEM_PROMPT_ROLE = re.compile(r"prompt|промпт|系统提示|システム
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _MD_COMMENT = re.compile(r"\n\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
-_HIDDEN_ELEMENT = re.compile(
-    r"<(\w+)\b[^>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt)?\s*[;\"']|"
-    r"opacity\s*:\s*0(?:\.0+)?\s*[;\"']|\shidden(?:\s|>|=))[^>]*>(.*?)</\1\s*>",
-    re.DOTALL,
+_HIDDEN_OPEN = re.compile(
+    r"<(\w+)\b[^>]{0,400}?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt)?\s*[;\"']|"
+    r"opacity\s*:\s*0(?:\.0+)?\s*[;\"']|\shidden(?:\s|>|=))[^>]{0,400}>"
 )
 
 _TOOL_MARKUP = _rx(
@@ -835,6 +834,7 @@ class _Doc:
     low: str  # lower-cased, same length as norm
     mask: bytearray  # region of each character
     found: dict[_Rule, list[re.Match[str]]]  # matches of the whole-document rules
+    hidden: list[tuple[int, int, str]] = field(default_factory=list)  # hidden parts: start, end, name
     framed: bool = False  # live prose is about security
     starts: dict = field(default_factory=dict)  # rule -> sorted match starts, for ``within``
     decoded: dict = field(default_factory=dict)  # (decoded text, depth) -> its findings, shared by a scan
@@ -894,9 +894,22 @@ def _mark(mask: bytearray, a: int, b: int, region: int) -> None:
     mask[a:b] = bytes([region]) * (b - a)
 
 
-def _mask(low: str) -> bytearray:
-    """Live prose, code, quotes and hidden parts of a markdown text (offsets of ``low``)."""
+def _hidden_elements(low: str) -> Iterator[tuple[int, int]]:
+    """Spans of HTML elements styled invisible (an unclosed one: its next 2,000 characters)."""
+    close_after: dict[str, int] = {}  # tag -> first closing tag found after some earlier opening
+    for m in _HIDDEN_OPEN.finditer(low):
+        tag = m.group(1)
+        c = close_after.get(tag, -2)
+        if c != -1 and c < m.end():
+            c = close_after[tag] = low.find(f"</{tag}", m.end())
+        yield m.start(), (min(len(low), m.end() + 2000) if c < 0 else c + len(tag) + 2)
+
+
+def _mask(low: str) -> tuple[bytearray, list[tuple[int, int, str]]]:
+    """Live prose, code, quotes and hidden parts of a markdown text (offsets of ``low``), and the
+    hidden parts: (start, end, finding name)."""
     mask = bytearray(len(low))
+    hidden: list[tuple[int, int, str]] = []
     text = "\n" + low  # so that the first line starts after a newline too; offsets are one off
     pos = 0
     while m := _FENCE.search(text, pos):
@@ -906,20 +919,20 @@ def _mask(low: str) -> bytearray:
         end = c.end() if c else len(text)
         _mark(mask, m.start(), end - 1, _CODE)  # from the fence's line start (text offset - 1 + 1)
         pos = end
-    for rx in (_COMMENT, _HIDDEN_ELEMENT):
-        for m in rx.finditer(low):
-            if mask[m.start()] == _LIVE:
-                _mark(mask, m.start(), m.end(), _HIDDEN)
-    for m in _MD_COMMENT.finditer(text):
-        if mask[m.start()] == _LIVE:
-            _mark(mask, m.start(), m.end() - 1, _HIDDEN)
+    parts = [(m.start(), m.end(), "hidden HTML comment") for m in _COMMENT.finditer(low)]
+    parts += [(m.start(), m.end() - 1, "hidden HTML comment") for m in _MD_COMMENT.finditer(text)]
+    parts += [(a, b, "hidden HTML element") for a, b in _hidden_elements(low)]
+    for a, b, name in sorted(parts):
+        if mask[a] == _LIVE:
+            _mark(mask, a, b, _HIDDEN)
+            hidden.append((a, b, name))
     for m in _SPAN.finditer(low):
         if mask[m.start()] == _LIVE:
             _mark(mask, m.start(), m.end(), _CODE)
     for m in _BLOCKQUOTE.finditer(text):
         if mask[m.start()] == _LIVE:
             _mark(mask, m.start(), m.end() - 1, _QUOTE)
-    return mask
+    return mask, hidden
 
 
 def _mark_quotations(low: str, mask: bytearray) -> None:
@@ -943,13 +956,25 @@ def _framed(doc: _Doc) -> bool:
     return False
 
 
+def _line_start(low: str, pos: int, limit: int = 1000) -> int:
+    """Start of the line holding ``pos``, looking back at most ``limit`` characters."""
+    lo = max(0, pos - limit)
+    return max(low.rfind("\n", lo, pos) + 1, lo)
+
+
+def _line_end(low: str, pos: int, limit: int = 1000) -> int:
+    """End of the line holding ``pos``, looking ahead at most ``limit`` characters."""
+    hi = min(len(low), pos + limit)
+    i = low.find("\n", pos, hi)
+    return hi if i < 0 else i
+
+
 def _sentence(doc: _Doc, start: int, end: int) -> tuple[int, int]:
     """The sentence around ``low[start:end]``: cut at line ends, at ". ", "! ", "? " and "。", and at
     most 300 characters either side."""
     low = doc.low
-    lo = max(low.rfind("\n", 0, start) + 1, start - 300)
-    hi = low.find("\n", end)
-    hi = min(len(low) if hi < 0 else hi, end + 300)
+    lo = _line_start(low, start, 300)
+    hi = _line_end(low, end, 300)
     for sep in (". ", "! ", "? ", "。"):
         i = low.rfind(sep, lo, start)
         if i >= 0:
@@ -983,9 +1008,12 @@ def _tokens(doc: _Doc, hits: list[_Hit]) -> None:
     for i, (a, b, tok) in enumerate(found):
         if tok == "<s>":
             continue
-        line_start = low.rfind("\n", 0, a) + 1
+        i = a - 1
+        while i >= 0 and low[i] in " \t>":
+            i -= 1
         structural = (
-            not low[line_start:a].strip(" \t>")
+            i < 0
+            or low[i] == "\n"
             or _ROLE_AFTER_TOKEN.match(low, b) is not None
             or (i > 0 and not low[found[i - 1][1] : a].strip())
             or (i + 1 < len(found) and not low[b : found[i + 1][0]].strip())
@@ -1009,8 +1037,7 @@ def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
             continue
         role = next(g for g in (m.group("hr"), m.group("tr"), m.group("br"), m.group("cr")) if g)
         start = m.end() - 1
-        nl = low.find("\n", start)
-        nl = len(low) if nl < 0 else nl
+        nl = _line_end(low, start, 600)
         if not low[start:nl].strip():  # label alone on its line: the content is the next paragraph
             start = nl
             while start < len(low) and low[start] in " \t\n":
@@ -1027,12 +1054,9 @@ def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
 
 def _hidden_parts(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
     """Comments and invisible elements that speak to the model, ask for secrecy or hold an order."""
-    low, mask = doc.low, doc.mask
-    parts = [(m.start(), m.end(), "hidden HTML comment") for m in _COMMENT.finditer(low)]
-    parts += [(m.start(), m.end() - 1, "hidden HTML comment") for m in _MD_COMMENT.finditer("\n" + low)]
-    parts += [(m.start(), m.end(), "hidden HTML element") for m in _HIDDEN_ELEMENT.finditer(low)]
-    for a, b, name in parts:
-        if mask[a] == _HIDDEN and (_any_in(strong, a, b) or _COVERT.search(low, a, b) or _AI_ADDRESS.search(low, a, b)):
+    low = doc.low
+    for a, b, name in doc.hidden:
+        if _any_in(strong, a, b) or _COVERT.search(low, a, b) or _AI_ADDRESS.search(low, a, b):
             h = doc.hit(name, a, b)
             h.severity, h.via = "high", name.removeprefix("hidden ")
             hits.append(h)
@@ -1046,7 +1070,7 @@ def _tool_bait(doc: _Doc, hits: list[_Hit]) -> None:
             hits.append(doc.hit("tool-call bait", a, a + 120))
     hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in doc.matches(_DESTRUCTIVE_SHELL))
     for m in doc.matches(_TOOL_CALL_EN):
-        before = max(low.rfind("\n", 0, m.start()), m.start() - 80, 0)
+        before = _line_start(low, m.start(), 80)
         if _IMPERATIVE_BEFORE.search(low, before, m.start()):
             hits.append(doc.hit("tool-call bait", m.start(), m.end()))
     hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in doc.matches(_TOOL_CALL_DIRECTIVE))
@@ -1065,9 +1089,7 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
 
     # secrets piped to a network client: `env | curl ...`, `curl -d "$(cat ~/.aws/credentials)" ...`
     for m in doc.matches(_PIPE_OUT):
-        ls = low.rfind("\n", 0, m.start()) + 1
-        le = low.find("\n", m.end())
-        if _SECRET_SOURCE.search(low, ls, len(low) if le < 0 else le):
+        if _SECRET_SOURCE.search(low, _line_start(low, m.start(), 300), _line_end(low, m.end(), 300)):
             add(m.start(), m.end())
     # an order to send secrets to a URL or an e-mail address
     dests = [m.span() for m in _URL.finditer(low)]
@@ -1188,11 +1210,10 @@ def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
     ):
         done: set[int] = set()
         for m in doc.matches(hint):
-            ls = low.rfind("\n", 0, m.start()) + 1
+            ls = _line_start(low, m.start(), 300)
             if ls not in done:
                 done.add(ls)
-                le = low.find("\n", m.end())
-                rescan(ls, fn(norm[ls : len(norm) if le < 0 else le]), via)
+                rescan(ls, fn(norm[ls : _line_end(low, m.end(), 300)]), via)
 
 
 # Look-alikes: letters spaced out ("i g n o r e"), leetspeak ("1gn0r3"), Cyrillic/Greek letters
@@ -1238,13 +1259,17 @@ def _rewrite_line(line: str) -> str | None:
 
 
 def _deobfuscated(low: str) -> str | None:
-    seeds = (_SPACED_SEED, _LEET_SEED, _MIXED_SEED)
-    starts = {low.rfind("\n", 0, m.start()) + 1 for rx in seeds for m in rx.finditer(low)}
-    out = []
-    for ls in sorted(starts):
-        le = low.find("\n", ls)
-        if new := _rewrite_line(low[ls : len(low) if le < 0 else le]):
-            out.append(new)
+    """The lines (at most 600 characters around each seed) that read differently with look-alikes
+    undone."""
+    seeds = sorted(m.start() for rx in (_SPACED_SEED, _LEET_SEED, _MIXED_SEED) for m in rx.finditer(low))
+    windows: list[list[int]] = []
+    for pos in seeds:
+        a, b = _line_start(low, pos, 300), _line_end(low, pos, 300)
+        if windows and a <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], b)
+        else:
+            windows.append([a, b])
+    out = [new for a, b in windows if (new := _rewrite_line(low[a:b]))]
     return "\n".join(out) or None
 
 
@@ -1252,7 +1277,8 @@ def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit
     """Findings in the visible text (invisible characters are looked for by _scan_raw)."""
     norm = _normalise(text)
     low = _lower(norm)
-    doc = _Doc(norm, low, _mask(low), _LOCATOR.run(low))
+    mask, hidden = _mask(low)
+    doc = _Doc(norm, low, mask, _LOCATOR.run(low), hidden)
     doc.framed = _framed(doc)
     if doc.framed:
         _mark_quotations(low, doc.mask)

@@ -11,15 +11,17 @@ import socket
 import subprocess
 import time
 import urllib.request
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 from extras import venv_python
 
 from callctx import setup
+from callctx.cli import main
 from callctx.demo import run
 from callctx.projection import Projection
-from callctx.projection.spans import SpanData, records
+from callctx.projection.spans import records
+from callctx.stores import phoenix_span
 
 pytestmark = pytest.mark.phoenix
 PROJECT = "callctx-e2e"
@@ -72,27 +74,10 @@ def phoenix(tmp_path_factory):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _ns(stamp: str) -> int:
-    dt = datetime.fromisoformat(stamp)
-    return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
-
-
 def phoenix_spans(base: str, trace_id: str) -> list[dict]:
     url = f"{base}/v1/projects/{PROJECT}/spans?trace_id={trace_id}&limit=1000"
     with urllib.request.urlopen(url, timeout=10) as resp:
         return json.loads(resp.read())["data"]
-
-
-def as_span(js: dict) -> SpanData:
-    """A span as Phoenix returns it, back in OTLP terms (Phoenix moves the kind out of the attributes)."""
-    attrs = dict(js.get("attributes") or {})
-    if js.get("span_kind") and js["span_kind"] != "UNKNOWN":
-        attrs["openinference.span.kind"] = js["span_kind"]
-    status = {"OK": "ok", "ERROR": "error"}.get(js.get("status_code"), "unset")
-    ctx = js["context"]
-    start, end = _ns(js["start_time"]), _ns(js["end_time"])
-    error = js.get("status_message") or None
-    return SpanData(ctx["trace_id"], ctx["span_id"], js.get("parent_id"), js["name"], start, end, attrs, status, error)
 
 
 def test_the_tree_phoenix_holds_equals_ours(phoenix, tmp_path, monkeypatch):
@@ -117,9 +102,24 @@ def test_the_tree_phoenix_holds_equals_ours(phoenix, tmp_path, monkeypatch):
         time.sleep(0.2)
     assert len(got) == expected
     theirs = Projection()
-    theirs.apply_all([r for r in records(as_span(js) for js in got) if type(r).__name__ != "Blob"])
+    theirs.apply_all([r for r in records(phoenix_span(js) for js in got) if type(r).__name__ != "Blob"])
     assert theirs.sessions() == ours.sessions() == ["phoenix-e2e"]
     assert theirs.session_tree("phoenix-e2e") == ours.session_tree("phoenix-e2e")
     for span_id, node in ours.nodes.items():
         if node.holds:
-            assert theirs.tree(span_id) == ours.tree(span_id), node.function
+            assert theirs.view(span_id).text == ours.view(span_id).text, node.function
+
+    # callctx import pulls the same trace, and the same session, from Phoenix's REST API
+    for how in (["--trace", trace_id], ["--session", "phoenix-e2e"]):
+        pulled = tmp_path / f"pulled-{how[0][2:]}.jsonl"
+        args = ["import", "--from", "phoenix", phoenix, "--project", PROJECT, *how, "-o", str(pulled)]
+        assert main(args) == 0
+        again = Projection.from_log(pulled)
+        assert again.sessions() == ["phoenix-e2e"]
+        assert again.session_tree("phoenix-e2e") == ours.session_tree("phoenix-e2e")
+    start = min(n.start_ns for n in ours.nodes.values())
+    since = datetime.fromtimestamp(start / 1e9 - 5, UTC).isoformat()
+    ranged = tmp_path / "pulled-range.jsonl"
+    args = ["import", "--from", "phoenix", phoenix, "--project", PROJECT, "--since", since, "-o", str(ranged)]
+    assert main(args) == 0
+    assert Projection.from_log(ranged).session_tree("phoenix-e2e") == ours.session_tree("phoenix-e2e")

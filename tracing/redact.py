@@ -115,12 +115,31 @@ SECRET_KEYS = re.compile(
 _LITERALS = frozenset({"null", "true", "false", "none", "nil", "undefined"})
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 # The key of a key_value pair: a word of SECRET_KEYS at the end of the key (so ``DB_PASSWORD``,
+# ``x-api-key``, ``clientSecret``, but not ``max_tokens``, ``cache_key``, ``PWD``). For ``key``,
+# the word before it is checked by look-behind (after ``key``), so that other keys cost nothing.
+_KEY_WORD = r"(?P<key>passw(?:or)?d|passphrase|(?<=[_.\-])pwd|secret|token|credentials?)"
+_KEY_WORDS = (  # grouped by length: each look-behind has a fixed width
+    "api",
+    "auth",
+    "secret|access|master|client",
+    "private|signing|account|session|license",
+    "encryption",
+    "subscription",
+)
+_KEY_AFTER = "|".join(f"(?<=(?:{words}){sep}key)" for words in _KEY_WORDS for sep in ("", r"[_.\-]"))
+
+_LITERALS = frozenset({"null", "true", "false", "none", "nil", "undefined"})
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# The key of a key_value pair: a word of SECRET_KEYS at the end of the key (so ``DB_PASSWORD``,
 # ``x-api-key``, ``clientSecret``, but not ``max_tokens``, ``cache_key``, ``PWD``), checked by
 # look-behind so that the regex gives up at once on other keys.
-_KEY_PREFIX = "".join(
-    f"(?<={words})|(?<=(?:{words})[_.\\-])|"
-    for words in ("api", "auth", "secret|access|master|client", "private|signing|account|session|license")
-) + "(?<=encryption)|(?<=encryption[_.\\-])|(?<=subscription)|(?<=subscription[_.\\-])"
+_KEY_PREFIX = (
+    "".join(
+        f"(?<={words})|(?<=(?:{words})[_.\\-])|"
+        for words in ("api", "auth", "secret|access|master|client", "private|signing|account|session|license")
+    )
+    + "(?<=encryption)|(?<=encryption[_.\\-])|(?<=subscription)|(?<=subscription[_.\\-])"
+)
 _KEY_WORD = rf"(?P<key>passw(?:or)?d|passphrase|(?<=[_.\-])pwd|secret|token|(?:{_KEY_PREFIX})key|credentials?)"
 
 
@@ -256,9 +275,16 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern(
         "key_value",  # JSON, YAML, .env, Python repr, headers, query strings
         rf"(?i){_KEY_WORD}(?P<kq>\\*[\"'])?" + _SEP + _VALUE,
-        ("password", "passwd", "passphrase", "pwd", "secret", "token", "key", "credential", "credentials"),
+        ("password", "passwd", "passphrase", "pwd", "secret", "token", "credential", "credentials"),
         _key_value,
         follow=_FOLLOW_KEY,
+    ),
+    SecretPattern(
+        "key_value",  # api_key, x-api-key, secretKey, ...
+        rf"(?i)(?P<key>key)(?:{_KEY_AFTER})(?P<kq>\\*[\"'])?" + _SEP + _VALUE,
+        ("key",),
+        _key_value,
+        follow=f"(?:{_KEY_AFTER}){_FOLLOW_KEY}",
     ),
     SecretPattern(
         "query_secret",  # ?sig=, &key=, X-Amz-Signature=, ... (names too short or odd for key_value)
