@@ -603,7 +603,8 @@ _ROLE_LABEL = re.compile(
     re.MULTILINE,
 )
 _TURN_END = re.compile(
-    rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*(?:{_ROLE_WORDS})[ \t]*$|(?:\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:))",
+    rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*(?:{_ROLE_WORDS})[ \t]*$"
+    rf"|(?:\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:))",
     re.MULTILINE,
 )
 _PRIVILEGED_ROLE = re.compile(
@@ -628,7 +629,8 @@ _TOOL_MARKUP = _rx(
 _DESTRUCTIVE_COMMANDS = (
     r"\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\s+(?:--no-preserve-root\s+)?(?:/\*?|~/?\*?|\$home/?|\*|"
     r"\.{1,2}/?)(?=[\s`'\";|&)]|$)",
-    r"\bgit\s+push\s+(?:[^\n`]*\s)?(?:--force|-f)\b[^\n`]*\b(?:main|master)\b|\bgit\s+push\s+[^\n`]*\s\+(?:main|master)\b",
+    r"\bgit\s+push\s+(?:[^\n`]*\s)?(?:--force|-f)\b[^\n`]*\b(?:main|master)\b",
+    r"\bgit\s+push\s+[^\n`]*\s\+(?:main|master)\b",
     r"\bmkfs(?:\.\w+)?\s+/dev/|\bdd\s+if=[^\n]*\bof=/dev/(?:sd|nvme|hd|disk)|\bchmod\s+-r\s+777\s+/(?:\s|$)",
     r":\(\)\s*\{\s*:\|:&\s*\};:|\bformat\s+c:|\bdel\s+/[sfq]\s+/[sfq]\s+c:\\|\bremove-item\s+-recurse\s+-force\s+c:\\",
 )
@@ -760,16 +762,11 @@ _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS = re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _VS_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
-_INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164\ufeff\uffa0]")
 # Dropped before matching (and so never able to split a word in two).
 _IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
-
-
-def _in(cp: int, ranges: tuple[tuple[int, int], ...]) -> bool:
-    return any(lo <= cp <= hi for lo, hi in ranges)
 
 
 _EMOJI = (
@@ -784,27 +781,15 @@ _JOINING = (
 _NO_SPACES = ((0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF))
 
 
-def _benign_invisible(text: str, i: int) -> bool:
-    ch = text[i]
-    if ch == "\ufeff":
-        return i == 0
-    prev = ord(text[i - 1]) if i else 0
-    nxt = ord(text[i + 1]) if i + 1 < len(text) else 0
-    if ch == "\u200d" and _in(prev, _EMOJI) and _in(nxt, _EMOJI):
-        return True
-    if ch in "\u200c\u200d":
-        return _in(prev, _JOINING) and _in(nxt, _JOINING)
-    if ch == "\u200b":
-        return _in(prev, _NO_SPACES) and _in(nxt, _NO_SPACES)
-    return False
-
-
 def _show(s: str, limit: int = 80) -> str:
     """An excerpt on one line, with invisible characters spelled out."""
     out = "".join(
-        c if c.isprintable() and not _IGNORABLE.match(c) else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        c if c.isprintable() and not _IGNORABLE.match(c)
+        else " " if c.isspace()
+        else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF
+        else f"\\U{ord(c):08x}"
         for c in s.strip()
-    )
+    )  # fmt: skip
     out = " ".join(out.split())
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
@@ -886,7 +871,8 @@ _FENCE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
 _SPAN = re.compile(r"``(?:[^`]|`(?!`)){1,2000}?``|`[^`\n]{1,2000}`")
 _BLOCKQUOTE = re.compile(r"\n[ \t]{0,3}>[^\n]*")
 _QUOTATION = re.compile(
-    r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|「[^」]{1,400}?」|『[^』]{1,400}?』"
+    r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|"
+    r"「[^」]{1,400}?」|『[^』]{1,400}?』"
 )
 
 
@@ -986,7 +972,6 @@ def _sentence(doc: _Doc, start: int, end: int) -> tuple[int, int]:
 
 
 def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
-    low = doc.low
     for name, rule in (
         ("ignore previous instructions", _IGNORE),
         ("forget everything", _FORGET),
@@ -1110,7 +1095,7 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
     # CAPITALS value that the text says to replace
     told_to_replace: dict[str, bool] = {}
 
-    def replaced(word: str, link: re.Match[str]) -> bool:
+    def replaced(word: str) -> bool:
         """Whether a sentence outside the link says to replace ``word``."""
         if word not in told_to_replace:
             told_to_replace[word] = False
@@ -1125,7 +1110,7 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
 
     for m in (*_LINK.finditer(norm), *_IMG.finditer(norm)):
         query = m.group(1).partition("?")[2]
-        if query and (_PLACEHOLDER.search(query) or any(replaced(c.group(1), m) for c in _CAPS_VALUE.finditer(query))):
+        if query and (_PLACEHOLDER.search(query) or any(replaced(c.group(1)) for c in _CAPS_VALUE.finditer(query))):
             add(m.start(), m.end())
 
 
@@ -1302,9 +1287,18 @@ def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit
     return hits
 
 
-_SUSPECT = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u202a-\u202e\u2060-\u2064\u2066-\u2069\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]+"
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]"
+
+
+_E, _J, _S = _class(_EMOJI), _class(_JOINING), _class(_NO_SPACES)
+# Invisible characters that do no visible job (see the module docstring), in one pass.
+_UNEXPLAINED_INVISIBLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u2060-\u2064\u3164\uffa0]"
+    f"|(?<=[\\s\\S])\ufeff"
+    f"|\u200b(?:(?<!{_S}\u200b)|(?!{_S}))"
+    f"|\u200c(?:(?<!{_J}\u200c)|(?!{_J}))"
+    f"|\u200d(?:(?<!{_E}\u200d)|(?!{_E}))(?:(?<!{_J}\u200d)|(?!{_J}))"
 )
 
 
@@ -1314,29 +1308,22 @@ def _scan_raw(text: str) -> list[_Hit]:
     if text.isascii():
         return hits
     payloads: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for run in _SUSPECT.finditer(text):
-        for m in _TAGS.finditer(text, run.start(), run.end()):
-            if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
-                continue  # an emoji subdivision flag, e.g. England's
-            decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
-            hits.append(_Hit("Unicode tag characters", -1, decoded or _show(m.group()), "high", "tag characters"))
-            if decoded.strip():
-                payloads.append(("tag characters", decoded))
-        if "bidi" not in seen and (m := _BIDI.search(text, run.start(), run.end())):
-            seen.add("bidi")
-            hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
-        for m in _VS_RUN.finditer(text, run.start(), run.end()):
-            data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
-            decoded = data.decode("utf-8", errors="replace")
-            hits.append(_Hit("invisible Unicode", -1, decoded, "high", "variation selectors"))
-            payloads.append(("variation selectors", decoded))
-        if "invisible" not in seen:
-            for m in _INVISIBLE.finditer(text, run.start(), run.end()):
-                if not _benign_invisible(text, m.start()):
-                    seen.add("invisible")
-                    hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
-                    break
+    for m in _TAGS.finditer(text):
+        if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
+            continue  # an emoji subdivision flag, e.g. England's
+        decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
+        hits.append(_Hit("Unicode tag characters", -1, decoded or _show(m.group()), "high", "tag characters"))
+        if decoded.strip():
+            payloads.append(("tag characters", decoded))
+    if m := _BIDI.search(text):
+        hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
+    for m in _VS_RUN.finditer(text):
+        data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
+        decoded = data.decode("utf-8", errors="replace")
+        hits.append(_Hit("invisible Unicode", -1, decoded, "high", "variation selectors"))
+        payloads.append(("variation selectors", decoded))
+    if m := _UNEXPLAINED_INVISIBLE.search(text):
+        hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
     for via, decoded in payloads:
         hits.extend(_Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
     return hits

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from callctx.shaping import Shaper
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ANY = object()  # a map whose keys are free (headers)
+MAX_SPAN = Shaper().max_span  # the largest span callctx exports
 TLS = {"insecure": None, "insecure_skip_verify": None, "ca_file": None, "cert_file": None, "key_file": None,
        "server_name_override": None, "min_version": None, "max_version": None}  # fmt: skip
 QUEUE = {"enabled": None, "num_consumers": None, "queue_size": None, "storage": None, "sizer": None,
@@ -24,6 +27,10 @@ OTLP_GRPC = {"endpoint": None, "tls": TLS, "headers": ANY, "compression": None, 
              "auth": ANY, "wait_for_ready": None, "read_buffer_size": None, "write_buffer_size": None}  # fmt: skip
 
 SCHEMA = {
+    "extensions": {
+        "health_check": {"endpoint": None, "path": None, "tls": TLS, "response_body": ANY,
+                         "check_collector_pipeline": ANY},
+    },
     "receivers": {
         "otlp": {"protocols": {
             "grpc": {"endpoint": None, "transport": None, "tls": TLS, "max_recv_msg_size_mib": None,
@@ -73,7 +80,7 @@ def check_keys(value, schema, where):
 
 def check_config(cfg):
     assert set(cfg) <= {"receivers", "processors", "exporters", "extensions", "connectors", "service"}
-    for section in ("receivers", "processors", "exporters"):
+    for section in ("extensions", "receivers", "processors", "exporters"):
         for full_name, body in (cfg.get(section) or {}).items():
             kind = full_name.split("/", 1)[0]
             assert kind in SCHEMA[section], f"{section}: no component type {kind!r} in the contrib Collector"
@@ -89,6 +96,11 @@ def check_config(cfg):
     assert ml["check_interval"] and ml["spike_limit_mib"] < ml["limit_mib"]
     batch = cfg["processors"]["batch"]
     assert batch.get("send_batch_max_size", 0) >= batch.get("send_batch_size", 0)
+    # one export request stays under 4 MiB with spans as large as callctx lets them be (256 KiB)
+    assert batch["send_batch_max_size"] * MAX_SPAN <= 4 * 1024 * 1024
+    for ext in cfg["service"].get("extensions", []):
+        assert ext in cfg["extensions"], f"service uses undefined extension {ext!r}"
+    assert "health_check" in cfg["service"].get("extensions", [])
     for name, body in cfg["exporters"].items():
         kind = name.split("/", 1)[0]
         if kind == "otlp":
@@ -121,7 +133,8 @@ def test_the_load_balancing_variant_documented_in_the_file():
     check_config(cfg)
     lb = cfg["exporters"]["loadbalancing"]
     assert len(lb["resolver"]["static"]["hostnames"]) >= 2
-    assert "loadbalancing" in cfg["service"]["pipelines"]["traces"]["exporters"]
+    exporters = cfg["service"]["pipelines"]["traces"]["exporters"]
+    assert "loadbalancing" in exporters and "file" in exporters  # the file is kept with several instances
 
 
 def test_the_checker_refuses_what_the_collector_would():
