@@ -11,9 +11,14 @@ same run, is the exporter sending the same batches to a sink that only reads the
 from __future__ import annotations
 
 import argparse
+import json
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -25,6 +30,73 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from callctx.projection import schema as s
 from callctx.serve import Receiver, serve_grpc, serve_http
+
+
+def make_framework_spans(n: int) -> list:
+    """Finished SDK spans shaped like an auto-instrumented framework's trace (OpenInference):
+    an agent, then model calls carrying their messages and usage, then tool calls."""
+    sink = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(sink))
+    tracer = provider.get_tracer("bench-framework")
+    made = 0
+    turn = 0
+    while made < n:
+        with tracer.start_as_current_span("Weather agent", attributes={"openinference.span.kind": "AGENT",
+                                                                       "agent.name": "Weather agent",
+                                                                       "session.id": "bench"}):  # fmt: skip
+            for _ in range(10):
+                turn += 1
+                llm = {
+                    "openinference.span.kind": "LLM",
+                    "llm.model_name": "gpt-4o-mini",
+                    "llm.system": "openai",
+                    "llm.token_count.prompt": 900 + turn % 50,
+                    "llm.token_count.completion": 40,
+                    "llm.token_count.prompt_details.cache_read": 512,
+                    "llm.input_messages.0.message.role": "system",
+                    "llm.input_messages.0.message.content": "You answer questions about the weather. " * 8,
+                    "llm.input_messages.1.message.role": "user",
+                    "llm.input_messages.1.message.content": f"What is the weather in city {turn}?",
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": "It is sunny, 21 degrees.",
+                }
+                with tracer.start_as_current_span("response", attributes=llm):
+                    pass
+                tool = {"openinference.span.kind": "TOOL", "tool.name": "get_weather",
+                        "input.value": f'{{"city": "city {turn}"}}', "output.value": "sunny, 21"}  # fmt: skip
+                with tracer.start_as_current_span("get_weather", attributes=tool):
+                    pass
+                made += 2
+        made += 1
+    return list(sink.get_finished_spans())
+
+
+def serve_subprocess(folder: Path) -> tuple[subprocess.Popen, int]:
+    """``callctx serve`` as a user runs it (its own process, so its memory is its own)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "callctx.cli", "serve", "--port", str(port), "--grpc-port", "-1",
+         "--log", str(folder / "served.jsonl")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.readline()  # "callctx serve: OTLP/HTTP ... on http://..." once it listens
+    return proc, port
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def served_spans(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as resp:
+        return int(json.loads(resp.read()).get("spans", 0))
 
 
 def make_spans(n: int) -> list:
@@ -96,6 +168,18 @@ def main() -> None:
         server.shutdown() if protocol == "http" else server.stop(0)
         rx.close()
 
+    framework = make_framework_spans(args.spans)
+    folder = Path(tempfile.mkdtemp(prefix="callctx-bench-"))
+    proc, port = serve_subprocess(folder)
+    try:
+        rss_before = rss_mib(proc.pid)
+        f_elapsed = push(HttpExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces"), framework, args.batch)
+        got = served_spans(port)
+        rss_after = rss_mib(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
     print(f"ingest of {n:,} spans in batches of {args.batch}, official exporter over loopback")
     print(f"  HTTP to a sink that only reads (baseline) {n / base:10,.0f} spans/s")
     for protocol, (elapsed, st) in results.items():
@@ -106,7 +190,13 @@ def main() -> None:
             f"{elapsed / base:.2f}x the baseline's time; fold {st.seconds_fold / total:.0%} of the receiver's time "
             f"({shares})"
         )
+    print(
+        f"  framework-shaped trace (agent -> LLM with messages and usage -> tool, OpenInference) into "
+        f"`callctx serve` in its own process: {len(framework) / f_elapsed:,.0f} spans/s for {got:,} spans; "
+        f"serve's RSS {rss_before:.0f} MiB before, {rss_after:.0f} MiB after the run"
+    )
 
 
 if __name__ == "__main__":
     main()
+
