@@ -24,7 +24,7 @@ FALSE_POSITIVE_TARGET = 0.03
 
 def load(name: str) -> list[dict]:
     with open(CORPUS / name, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
 
 
 def table(title: str, docs: list[dict], flagged: dict[str, list[str]], rate_name: str) -> None:
@@ -57,6 +57,18 @@ def main() -> int:
     print("\nbenign documents (false-positive rate)")
     table("lang", benign, flagged, "flagged ")
     table("category", benign, flagged, "flagged ")
+
+    print("\nheld out (written after the scanner, see tests/corpora/injection/README.md):")
+    for tag, what in (("-x", "round 1, since used to widen the rules"), ("-y", "round 2, never used to tune")):
+        a = [d for d in attacks if tag in d["id"]]
+        b = [d for d in benign if tag in d["id"]]
+        if a and b:
+            hit = sum(1 for d in a if flagged[d["id"]])
+            fp = sum(1 for d in b if flagged[d["id"]])
+            print(
+                f"  {what:<40} detection {hit}/{len(a)} {hit / len(a):6.1%}"
+                f"   false positives {fp}/{len(b)} {fp / len(b):6.1%}"
+            )
 
     quoted = [d for d in benign if not flagged[d["id"]] and scan_findings(d["text"])]
     print(f"\nbenign documents with only quoted-example findings: {len(quoted)}")

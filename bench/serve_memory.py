@@ -150,6 +150,8 @@ def main() -> None:
         first = next((m for m in marks if m[0] >= CHECKPOINT), marks[0])
         last = marks[-1]
         ratio = last[2] / first[2]
+        if last[0] < CHECKPOINT:
+            print(f"\n(fewer than {CHECKPOINT:,} spans: no {CHECKPOINT:,}-span figure to compare with)", end="")
         print(f"\nRSS after {first[0]:,} spans: {first[2] / 1024:.1f} MiB; "
               f"after {last[0]:,}: {last[2] / 1024:.1f} MiB; ratio {ratio:.3f} (target <= 1.25)")  # fmt: skip
         print(f"ingest: {sent / total:,.0f} spans/s overall ({sent:,} spans in {total:.1f} s)")

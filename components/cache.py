@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -225,6 +225,45 @@ def _prefix_hashes(ids: list[int]) -> list[int]:
     return out
 
 
+Key = Literal["text", "block"]
+"""How a cache entry is keyed: ``text``, by the tokens of the prefix whatever blocks carried
+them; ``block``, by the sequence of blocks, each byte-identical (the strict reading of
+Anthropic's rule: the same text split into different blocks is a different prefix)."""
+
+_BOUNDARY = 1 << 32  # mixed into a block-keyed hash after each block (no token id is this large)
+
+
+def _block_hashes(blocks: Iterable[Block]) -> list[int]:
+    """The block-keyed hash of every block prefix: ``out[i]`` covers blocks ``0..i``."""
+    out = []
+    h = 0
+    for b in blocks:
+        h = (_chain(h, b.tokens) * _BASE + _BOUNDARY) % _MOD
+        out.append(h)
+    return out
+
+
+class _BlockLimit:
+    """Longest prefix of whole blocks before the turn that some earlier request sent as the
+    same blocks: what any block-keyed cache could have served."""
+
+    def __init__(self) -> None:
+        self.prefixes: set[int] = set()
+
+    def measure(self, req: Request) -> int:
+        budget = req.pre_turn
+        best = pos = 0
+        for b, h in zip(req.blocks, _block_hashes(req.blocks), strict=True):
+            if b.turn or h not in self.prefixes:
+                break
+            pos += len(b.tokens)
+            best = pos
+        return min(best, budget)
+
+    def add(self, req: Request) -> None:
+        self.prefixes.update(_block_hashes(req.blocks))
+
+
 class _Limit:
     """Longest prefix of a request's part before the turn that some earlier request sent,
     exact to the token: prefix hashes every ``STEP`` tokens find the deepest shared stretch
@@ -286,9 +325,15 @@ def _chain(h: int, ids: Iterable[int]) -> int:
 
 
 class Simulator:
-    """Replays requests through one provider's cache model."""
+    """Replays requests through one provider's cache model.
 
-    def __init__(self, provider: str, model: str = "", rules: Mapping[str, Any] | None = None) -> None:
+    ``key`` (default: ``block`` where the provider caches at breakpoints, ``text`` where it
+    caches by token prefix) decides what a hit needs, and what the limit counts: see
+    :data:`Key`. Prefix caches (OpenAI, Gemini) see no blocks: for them both keys agree."""
+
+    def __init__(
+        self, provider: str, model: str = "", rules: Mapping[str, Any] | None = None, *, key: Key | None = None
+    ) -> None:
         table = rules if rules is not None else load_rules()
         if provider not in table:
             raise ValueError(f"no cache rules for {provider!r}; known: {', '.join(table)}")
@@ -305,7 +350,10 @@ class Simulator:
         self.write_mult = float(by_model(r.get("write_multiplier", 1.0), model))
         self.price = float(by_model(r.get("price_per_mtok", 0.0), model)) / 1e6
         self._entries: dict[int, float] = {}  # prefix hash -> last use (seconds)
-        self._limit = _Limit()
+        self.key: Key = key or ("block" if self.mode == "breakpoints" else "text")
+        if self.key not in ("text", "block"):
+            raise ValueError(f"key must be 'text' or 'block', not {self.key!r}")
+        self._limit: _Limit | _BlockLimit = _BlockLimit() if self.key == "block" else _Limit()
         self.report = Report(provider, model)
 
     def _alive(self, h: int, now: float) -> bool:
@@ -336,8 +384,11 @@ class Simulator:
         ends: list[int] = []  # token position at the end of each block
         hashes: list[int] = []  # prefix hash at the end of each block
         h = pos = 0
+        block_keyed = self.key == "block"
         for b in req.blocks:
             h = _chain(h, b.tokens)
+            if block_keyed:
+                h = (h * _BASE + _BOUNDARY) % _MOD
             pos += len(b.tokens)
             ends.append(pos)
             hashes.append(h)
@@ -375,5 +426,12 @@ class Simulator:
         return read, 0
 
 
-def simulate(requests: list[Request], provider: str, model: str = "", rules: Mapping[str, Any] | None = None) -> Report:
-    return Simulator(provider, model, rules).run(requests)
+def simulate(
+    requests: list[Request],
+    provider: str,
+    model: str = "",
+    rules: Mapping[str, Any] | None = None,
+    *,
+    key: Key | None = None,
+) -> Report:
+    return Simulator(provider, model, rules, key=key).run(requests)

@@ -30,18 +30,24 @@ Quoted examples (the rule)
   comments, elements styled invisible).
   * Structural markers (chat-template tokens such as <|im_start|> or [INST], role labels such as
     "System:" or "### System", tool-call markup, HTML comments) mean nothing inside code: there
-    they are documentation of the syntax and are never reported. Outside code they count only
-    when used as structure: a template token at the start of a line, right before a role
-    name or right next to another token; a role label at the start of a line followed by
-    instructions to the model; a comment that speaks to the model, asks for secrecy or holds
-    an instruction.
+    they document the syntax and are not reported (tool-call markup in code only when what it
+    calls is destructive). Outside code they count only when used as structure: a template
+    token at the start of a line, right before a role name or right next to another token; a
+    role label at the start of a line followed by orders to the model; a comment that speaks to
+    the model, asks for secrecy or holds an instruction.
   * Instructions (override attempts, persona switches, exfiltration, destructive tool calls,
     decoded payloads) count wherever they are. When one sits inside code or a quote AND the
-    live prose of the document is about security (it talks of prompt injection, jailbreaks,
-    attacks, ... in one of the languages above), it is a quoted example: it is reported with
-    severity "quoted" by ``scan_findings`` and left out of ``scan``. The same sentence in live
-    prose, in a hidden part, or in a document that is not about security is reported in full.
+    live prose of the document is about security (one of "prompt injection", "jailbreak",
+    "red team", "exfiltration", "threat model", or two words such as "attack", "malicious",
+    "security", "payload", in any of the languages above), it is a quoted example: reported
+    with severity "quoted" by ``scan_findings`` and left out of ``scan``. The same sentence in
+    live prose, in a hidden part, or in a document that is not about security is reported.
   * Invisible characters and hidden parts are never quoted examples: a reader cannot see them.
+
+Speed
+  The rules that run over whole documents are run together by ``_Locator``: one pass of the
+  regex engine per leading character, then only the alternatives that fit are tried. A 2 MB
+  file takes a fraction of a second; everything is compiled on first use, not on import.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import base64
 import binascii
 import bisect
 import codecs
+import functools
 import html
 import re
 import unicodedata
@@ -104,29 +111,36 @@ _MAX_DEPTH = 2  # decoded text is scanned again, and what it decodes to, no furt
 
 
 class _Rule:
-    """Alternative patterns, matched against lower-cased text (so no IGNORECASE).
+    """Alternative patterns, matched against lower-cased text (so no IGNORECASE), compiled on first use.
 
-    ``finditer`` runs the combined pattern, which is fine on a sentence or a comment. On a whole
-    document the rules are run together by ``_Locator``, which needs every alternative to start
-    with a literal character (a leading ``\\b`` is checked in Python instead).
+    ``finditer`` and ``search`` run the combined pattern, which is fine on a sentence or a comment.
+    On a whole document the rules are run together by ``_Locator``, which needs every alternative
+    to start with a literal character (a leading ``\\b`` is checked in Python instead).
     """
 
-    __slots__ = ("alternatives", "pattern")
+    __slots__ = ("_parts", "_pattern", "alternatives")
 
     def __init__(self, *parts: str) -> None:
-        self.pattern = re.compile("|".join(f"(?:{p})" for p in parts))
-        self.alternatives: list[tuple[str, str, bool, re.Pattern[str]]] = []  # first char, rest, \b, pattern
+        self._parts = parts
+        self._pattern: re.Pattern[str] | None = None
+        self.alternatives: list[tuple[str, str, bool, str]] = []  # first character, the rest, \b, source
         for p in parts:
             for alt, wb in _literal_led(p):
                 head = alt[:2] if alt.startswith("\\") else alt[:1]
                 if (
                     not head
                     or (len(head) == 1 and head in "()[].^$*+?{|")
-                    or (len(head) == 2 and (head[1].isalnum() or len(alt) == 1))
+                    or (len(head) == 2 and head[1].isalnum())
                     or alt[len(head) : len(head) + 1] in ("?", "*", "{")
                 ):
                     raise ValueError(f"alternative does not start with a literal: {alt!r}")
-                self.alternatives.append((head[-1], alt[len(head) :], wb, re.compile(alt)))
+                self.alternatives.append((head[-1], alt[len(head) :], wb, alt))
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile("|".join(f"(?:{p})" for p in self._parts))
+        return self._pattern
 
     def finditer(self, s: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
         return self.pattern.finditer(s, pos, len(s) if endpos is None else endpos)
@@ -142,74 +156,90 @@ class _Locator:
     straight from one occurrence of a literal to the next (about a millisecond per 2 MB). So
     the alternatives of all the rules are grouped by their first character: one pass per
     character (one per script for Cyrillic and CJK, whose characters are told apart by a set)
-    finds where some alternative matches, then each candidate alternative is tried there.
+    finds where the literal start of some alternative occurs (``whole``: where some alternative
+    matches), then the alternatives that start that way are tried there, each compiled the first
+    time it is needed. The ``whole`` locator takes a while to compile but skips more on long texts.
     """
 
-    def __init__(self, rules: tuple[_Rule, ...]) -> None:
-        by_char: dict[str, list[tuple[_Rule, str, bool, re.Pattern[str]]]] = {}
+    def __init__(self, rules: tuple[_Rule, ...], whole: bool) -> None:
+        by_char: dict[str, list[tuple[_Rule, str, bool, str]]] = {}
         for rule in rules:
-            for first, rest, wb, rx in rule.alternatives:
-                by_char.setdefault(first, []).append((rule, rest, wb, rx))
-        self.passes: list[tuple[re.Pattern[str] | None, re.Pattern[str], dict[str, list]]] = []
+            for first, rest, wb, source in rule.alternatives:
+                by_char.setdefault(first, []).append((rule, rest, wb, source))
         scripts: dict[str, list[str]] = {}
         for c in by_char:
             key = "cyrillic" if "\u0400" <= c <= "\u052f" else "cjk" if c >= "\u2e80" else c
             scripts.setdefault(key, []).append(c)
+        # (script gate, locating pattern, candidates by literal start, lengths of those starts)
+        self.passes: list[tuple[re.Pattern[str] | None, re.Pattern[str], dict[str, list], list[int]]] = []
         for key, chars in scripts.items():
-            branches = [f"{re.escape(c)}(?={_trie([rest for _, rest, _, _ in by_char[c]])})" for c in chars]
+            branches = [f"{re.escape(c)}(?={_trie([rest for _, rest, _, _ in by_char[c]], whole)})" for c in chars]
             gate = {"cyrillic": "[\u0400-\u052f]", "cjk": "[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]"}.get(key)
             # candidates by their literal start (up to 4 characters), so a spot tries only those that fit
-            cands: dict[str, list[tuple[_Rule, bool, re.Pattern[str]]]] = {}
+            cands: dict[str, list[tuple[_Rule, bool, str]]] = {}
             for c in chars:
-                for rule, rest, wb, rx in by_char[c]:
-                    start = c + "".join(t[-1] for t in _literal_chars(rest, 3))
-                    cands.setdefault(start, []).append((rule, wb, rx))
-            self.passes.append((re.compile(gate) if gate else None, re.compile("|".join(branches)), cands))
+                for rule, rest, wb, source in by_char[c]:
+                    start = c + "".join(t[-1] for t in _prefix_tokens(rest, 3, spaces=False))
+                    cands.setdefault(start, []).append((rule, wb, source))
+            lengths = sorted({len(k) for k in cands})
+            self.passes.append((re.compile(gate) if gate else None, re.compile("|".join(branches)), cands, lengths))
+        self.compiled: dict[str, re.Pattern[str]] = {}
 
     def run(self, low: str) -> dict[_Rule, list[re.Match[str]]]:
         found: dict[_Rule, list[re.Match[str]]] = {}
-        for gate, rx, cands in self.passes:
+        compiled = self.compiled
+        for gate, rx, cands, lengths in self.passes:
             if gate is not None and not gate.search(low):
                 continue
             for m in rx.finditer(low):
                 p = m.start()
-                after_word = p > 0 and _is_word(low[p - 1])
-                for k in (1, 2, 3, 4):
-                    for rule, wb, alt in cands.get(low[p : p + k], ()):
-                        if not (wb and after_word) and (mm := alt.match(low, p)):
+                after_word = p > 0 and (low[p - 1].isalnum() or low[p - 1] == "_")
+                for k in lengths:
+                    for rule, wb, source in cands.get(low[p : p + k], ()):
+                        if wb and after_word:
+                            continue
+                        alt = compiled.get(source) or compiled.setdefault(source, re.compile(source))
+                        if mm := alt.match(low, p):
                             found.setdefault(rule, []).append(mm)
         return found
 
 
-def _literal_chars(p: str, limit: int = 4) -> list[str]:
-    """The source tokens of the literal characters ``p`` starts with (at most ``limit``)."""
+def _prefix_tokens(p: str, limit: int, spaces: bool = True) -> list[str]:
+    """The source tokens of the literal characters (and, with ``spaces``, ``\\s+``/``\\s*``/``\\s``)
+    that ``p`` starts with, at most ``limit`` of them."""
     out: list[str] = []
     i = 0
     while i < len(p) and len(out) < limit:
         tok = p[i : i + 2] if p[i] == "\\" else p[i]
-        if (tok[0] == "\\" and (len(tok) < 2 or tok[1].isalnum())) or (len(tok) == 1 and tok in "()[].^$*+?{|"):
-            break
-        if p[i + len(tok) : i + len(tok) + 1] in ("?", "*", "+", "{"):
+        if spaces and tok == "\\s":
+            tok = p[i : i + 3] if p[i + 2 : i + 3] in ("+", "*") else tok
+        elif (
+            (tok[0] == "\\" and (len(tok) < 2 or tok[1].isalnum()))
+            or (len(tok) == 1 and tok in "()[].^$*+?{|")
+            or p[i + len(tok) : i + len(tok) + 1] in ("?", "*", "+", "{")
+        ):
             break
         out.append(tok)
         i += len(tok)
     return out
 
 
-def _trie(rests: list[str]) -> str:
-    """One pattern for alternatives ``rests``, sharing their leading literal characters, so that
-    the engine reads each character once instead of once per alternative."""
+def _trie(rests: list[str], whole: bool) -> str:
+    """A pattern for alternatives ``rests`` that shares their common literal starts, so that the
+    engine reads each character once: the whole alternatives, or their starts (10 tokens)."""
     tree: dict = {}
     for rest in dict.fromkeys(rests):
         node, i = tree, 0
-        for tok in _literal_chars(rest):
+        for tok in _prefix_tokens(rest, 10):
             node = node.setdefault(tok, {})
             i += len(tok)
-        node.setdefault("", []).append(rest[i:])
+        node.setdefault("", []).append(rest[i:] if whole else "")
 
     def emit(node: dict) -> str:
-        alts = [tok + emit(child) for tok, child in node.items() if tok]
-        alts += [f"(?:{r})" if r else "" for r in node.get("", [])]
+        ends = node.get("", [])
+        if "" in ends:
+            return ""  # an alternative ends here: whatever follows fits
+        alts = [tok + emit(child) for tok, child in node.items() if tok] + [f"(?:{r})" for r in ends]
         return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
     return emit(tree)
@@ -231,7 +261,6 @@ def _split_top(p: str) -> list[str]:
             in_class = c != "]"
         elif c == "[":
             in_class = True
-            i += 2 if p.startswith("[^]", i) or p.startswith("[]", i) else 0
         elif c == "(":
             depth += 1
         elif c == ")":
@@ -351,6 +380,63 @@ _IGNORE = _rx(
     r"(?:を|は)?(?:すべて|全て|全部)?(?:無視|忘れ|破棄|捨て)",
 )
 
+# Statements that the rules the model was given (by its developers, upstream, before) do not
+# apply: same finding as asking to ignore them.
+_AUTHORITY = r"(?:openai|anthropic|google|developers?|creators?|makers|operators?|upstream|vendor|provider)"
+_REVOKED = _rx(
+    rf"\b(?:rules|instructions|guidelines|policies|restrictions|configuration|guardrails|safeguards)\b[^.\n]{{0,60}}?"
+    rf"\b{_AUTHORITY}\b[^.\n]{{0,40}}?\b(?:(?:are|is)\s+(?:now\s+)?(?:void|invalid|null|suspended|cancell?ed|revoked|"
+    r"not\s+(?:valid|binding|in\s+effect|applicable))|(?:don't|do\s+not|no\s+longer)\s+(?:apply|matter|count))",
+    rf"\b{_AUTHORITY}'?s?\s+(?:rules|instructions|guidelines|policies|restrictions|configuration|guardrails)\b"
+    r"[^.\n]{0,40}?\b(?:(?:are|is)\s+(?:now\s+)?(?:void|invalid|null|suspended|revoked|not\s+(?:valid|binding|in\s+effect))|"
+    r"(?:don't|do\s+not|no\s+longer)\s+(?:apply|matter|count))",
+    r"\b(?:whatever|everything|anything)\s+you\s+(?:were|have\s+been|got)\s+(?:configured|told|instructed|given|"
+    r"programmed|set\s+up)\b[^.\n]{0,40}?\b(?:no\s+longer\s+(?:matters?|appl(?:y|ies)|counts?)|(?:doesn't|does\s+not)\s+"
+    r"(?:matter|apply|count)|is\s+(?:void|irrelevant|obsolete))",
+    r"\b(?:i'm|i\s+am|we're|we\s+are|this\s+(?:file|note|readme|document))\s+(?:now\s+)?(?:overriding|overrides|"
+    r"superseding|supersedes|replacing|replaces)\s+(?:the\s+|your\s+|any\s+)?(?:earlier|previous|prior|original|"
+    r"existing|current|upstream|default)\s+(?:configuration|config|setup|settings|instructions|rules|prompt|guidance)",
+    r"(?:之前|以前|原来|原先)(?:给你|对你)?的?(?:设定|指令|规则|指示|要求)(?:都|全部|一律)?(?:不算数|无效|作废|失效|"
+    r"不再有效|不适用)",
+    r"(?:开发者|开发人员|官方|系统)(?:的|制定的|设定的)?(?:规则|限制|指令)[^。\n]{0,10}(?:不算数|无效|作废|失效|不适用)",
+    r"\bno\s+(?:tienes|necesitas|debes)\s+(?:que\s+|por\s+qué\s+)?seguir\s+(?:las\s+|tus\s+)?(?:reglas|instrucciones|"
+    r"normas|directrices|indicaciones)",
+    r"\b(?:reglas|instrucciones|normas)\s+(?:de\s+(?:tus|los)\s+(?:desarrolladores|creadores)|del\s+sistema)[^.\n]{0,30}?"
+    r"\b(?:no\s+(?:aplican|cuentan|valen|rigen)|ya\s+no\s+(?:aplican|cuentan|valen)|son\s+nulas)",
+    r"\b(?:règles|consignes|instructions|restrictions)\b[^.\n]{0,40}?\b(?:tes|vos)\s+(?:créateurs|développeurs|"
+    r"concepteurs)\b[^.\n]{0,20}?\bne\s+(?:comptent|s'appliquent|valent)\s+plus",
+    r"\b(?:vorgaben|regeln|anweisungen|richtlinien|einschränkungen)\s+(?:deiner|ihrer|der)\s+(?:entwickler|hersteller|"
+    r"macher|betreiber)\b[^.\n]{0,30}?\bgelten\b[^.\n]{0,30}?\bnicht",
+    r"(?:правила|инструкции|ограничения|указания)[^.\n]{0,40}?(?:разработчик|создател)\w*[^.\n]{0,30}?"
+    r"(?:не\s+действуют|недействительн|больше\s+не\s+(?:действуют|важны))",
+    r"(?:開発元|開発者|運営|システム)(?:が|の)(?:決めた|定めた|設定した)?(?:ルール|規則|制限|指示)は[^。\n]{0,20}?"
+    r"(?:無効|適用されません|関係ありません)",
+)
+
+# Orders never to refuse, or to obey nothing but this file: same finding as overriding the
+# safety rules.
+_NO_REFUSAL = _rx(
+    r"\b(?:never|don't|do\s+not)\s+refuse\b|\bwithout\s+(?:ever\s+)?refusing\b|\bno\s+refusals?\b",
+    r"\b(?:drop|disable|remove|turn\s+off|suppress|skip)\s+(?:any|all|your)\s+refusal",
+    r"\b(?:even|including)\s+(?:the\s+)?(?:ones|those|requests|questions)\s+(?:that\s+)?you\s+(?:would\s+)?"
+    r"(?:normally\s+|usually\s+|otherwise\s+)?(?:decline|refuse|reject)",
+    r"\b(?:obey|follow|listen\s+to)\s+only\s+(?:this\s+(?:file|readme|document|note)|me\b|what\s+(?:i|this\s+file)\s+says?)",
+    r"\bonly\s+(?:obey|follow|listen\s+to)\s+(?:this\s+(?:file|readme|document)|me\b|what\s+(?:i|this\s+file)\s+says?)",
+    r"\btreat\s+this\s+(?:file|readme|document|note)\s+as\s+your\s+(?:highest[\s-]priority|primary|only|real|new)\s+"
+    r"(?:instructions?|instruction\s+set|system\s+prompt|rules)",
+    r"不要拒绝(?:任何|我的)?(?:请求|要求|问题)|不得拒绝|永远不要拒绝|只(?:听|服从|遵守|遵循)(?:这个|本)文件",
+    r"\bnunca\s+(?:te\s+)?(?:niegues|rechaces)\b|\bsin\s+negarte\b|\bsolo\s+(?:obedeces|obedece|sigues)\s+"
+    r"(?:a\s+)?(?:lo\s+que\s+dice\s+)?(?:este\s+archivo|mí)",
+    r"\bne\s+refuse\s+(?:jamais|rien)\b|\bsans\s+(?:jamais\s+)?refuser\b|\bmême\s+celles\s+que\s+tu\s+refuserais|"
+    r"\bn'obéis\s+qu'à\b|\bobéi(?:s|ssez)\s+uniquement\s+à\b",
+    r"\b(?:lehne|verweigere)\s+(?:nie|niemals|nichts)\b|\bohne\s+(?:zu\s+)?(?:verweigern|ablehnen)\b|"
+    r"\bbeantworte\s+jede\s+(?:anfrage|frage)\b[^.\n]{0,40}?\bohne\b|\b(?:gehorche|folge|befolge)\s+nur\s+(?:noch\s+)?"
+    r"(?:dieser\s+datei|mir)\b",
+    r"без\s+отказ\w*|никогда\s+не\s+отказывай|(?:подчиняйся|следуй|слушайся)\s+только\s+(?:этому\s+файлу|мне)|"
+    r"выполняй\s+(?:всё|все),?\s+что\s+написано\s+в\s+этом\s+файле",
+    r"断らずに|拒否せずに|決して断ら|このファイルの(?:指示|ルール)(?:だけ|のみ)に従",
+)
+
 _FORGET = _rx(
     r"\bforget\s+(?:about\s+)?(?:everything|all)\s*,?\s+(?:(?:that\s+)?you\s+(?:were|have\s+been|'ve\s+been|got)\s+"
     r"(?:told|given|taught)|(?:that\s+)?(?:came|was\s+said|was\s+written)\s+before|above|before\s+this|prior|"
@@ -459,6 +545,9 @@ _OVERRIDE = _rx(
 )
 
 _SYSTEM_PROMPT = _rx(
+    r"\b(?:include|paste|put|copy|post|append|add|insert|quote)\s+(?:the\s+)?(?:full\s+|entire\s+|complete\s+)?"
+    r"(?:text\s+of\s+)?(?:your|the)\s+(?:system\s+prompt|system\s+instructions|hidden\s+instructions|"
+    r"initial\s+instructions|developer\s+message)",
     r"\b(?:reveal|print|show|output|repeat|display|leak|disclose|dump|tell\s+me|give\s+me|write\s+out|"
     r"return|share|expose)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|complete\s+|initial\s+|original\s+|"
     r"hidden\s+|secret\s+|exact\s+|whole\s+)*(?:system\s+prompt|system\s+instructions|system\s+message|"
@@ -515,6 +604,8 @@ _DIRECTIVE_WEAK = _rx(
     r"(?:должен|обязан)|никогда\s+не\s+спрашивай|не\s+говори|раскрой|выведи|подчиняйся|без\s+(?:ограничений|"
     r"подтверждения)",
     r"しなければなりません|してはいけません|従って|確認を求め|表示しなさい",
+    r"\babgeschaltet\b|\bdeaktiviert\b|\bohne\s+nachfrage\b|\bdesactivad[oa]s?\b|\bdeshabilitad[oa]s?\b|"
+    r"\bdésactivée?s?\b|отключен\w*|無効(?:化|に)|已(?:关闭|禁用)",
 )
 
 # Hidden parts (comments, invisible elements) are suspect when they speak to the model...
@@ -599,7 +690,8 @@ _ROLE_LABEL = re.compile(
     rf"\n[ \t]{{0,3}}(?:(?P<h>#{{1,6}})[ \t]*(?P<hr>{_ROLE_WORDS})[ \t]*:?[ \t]*$"
     rf"|<(?P<tr>{_ROLE_WORDS})>[ \t]*$"
     rf"|\[(?P<br>{_ROLE_WORDS})\](?:\(#[^)\n]*\))?[ \t]*(?::[ \t]*)?(?=\S|$)"
-    rf"|(?:\*\*|__)?(?P<cr>{_ROLE_WORDS})[ \t]*(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)?)(?=[ \t]*\S))",
+    rf"|(?:\*\*|__)?(?P<cr>{_ROLE_WORDS})[ \t]*(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)?)(?=[ \t]*\S)"
+    rf"|[\"']?role[\"']?[ \t]*:[ \t]*[\"']?(?P<yr>system|assistant|developer)[\"']?,?[ \t]*$)",
     re.MULTILINE,
 )
 _TURN_END = re.compile(
@@ -648,6 +740,8 @@ _TOOL_CALL_EN = _rx(
     r"(?:\s+(?:tool|function|command|action|endpoint|api)\b|\s*\(\)|\s+(?:with|using)\s*[{(])",
 )
 _TOOL_CALL_DIRECTIVE = _rx(
+    r"\b(?:execute|run)\s+[`'\"]?(?:drop\s+(?:database|table)|truncate\s+table)\b[^\n]{0,80}?\b(?:using|with|via)\s+"
+    r"(?:the\s+)?[\w-]+\s+tool\b",
     r"\b(?:delete|remove|wipe|destroy|erase|purge)\s+(?:all|every)\b[^.\n]{0,60}?\b(?:using|with|via|through)\s+"
     r"(?:the\s+)?[\w-]+\s+(?:tool|function|api)\b",
     rf"(?:调用|使用|执行|运行|触发)\s*[`'\"]?[\w.-]*{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:工具|函数|命令|接口)",
@@ -696,6 +790,7 @@ _SECRET = _rx(
     r"キー|パスワード|認証情報|トークン|環境変数|会話",
 )
 _NEGATED_SEND = re.compile(r"\b(?:never|don't|do\s+not|no|not)\s+(?:\w+\s+)?$")
+_OUTPUT_OF = re.compile(r"\b(?:output|result|contents?)\s+of\b|\bfollowed\s+by\b|\bappend(?:ed|ing)?\b")
 _SENSITIVE_PATH = _rx(
     r"~/\.ssh/(?![\w.-]*\.pub\b)[\w.-]+",
     r"\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)",
@@ -707,7 +802,8 @@ _DISCLOSE = _rx(
     r"copy)\w*\b",
     r"发送|输出|打印|显示|贴|上传|送信|表示|出力|貼り",
     r"\b(?:env[ií]a|muestra|imprime|incluye|pega|sube|envoie|affiche|inclus|colle|sende|zeige|füge)\w*",
-    r"(?:отправ|выведи|покажи|вставь)\w*",
+    r"(?:отправ|выведи|покажи|вставь|скопируй|копируй)\w*",
+    r"\b(?:copia|copiar|copie|copier|copiez|kopiere|kopieren)\b|コピー|复制",
 )
 _PIPE_OUT = _rx(
     r"\b(?:curl|wget|nc|ncat|netcat|invoke-webrequest|iwr|invoke-restmethod|http|httpie|requests\.(?:post|get|put)|"
@@ -746,7 +842,8 @@ _DECODE_CUE = _rx(
     r"デコードして[^。\n]{0,40}(?:従|実行)",
 )
 # Runs that may be base64 (standard or URL-safe), base32 or hex; each is tried in turn.
-_RUN = re.compile(r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{16,}={0,6})(?![A-Za-z0-9+/_=-])")
+# (searched in the text with a space in front, so that a run can start it)
+_RUN = re.compile(r"[^A-Za-z0-9+/_=-]([A-Za-z0-9+/_-]{16,}={0,6})(?![A-Za-z0-9+/_=-])")
 _HEX_ESC = re.compile(r"\\x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5,}")
 _PCT = re.compile(r"%[0-9A-Fa-f]{2}(?:[\w.~-]{0,3}%[0-9A-Fa-f]{2}){5,}")
 _ENTITIES = re.compile(r"&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){3,}")
@@ -797,11 +894,22 @@ def _show(s: str, limit: int = 80) -> str:
 # ------------------------------------------------------------------------------------------
 # The scan
 
-_LOCATOR = _Locator(
-    (_IGNORE, _FORGET, _YOU_ARE_NOW, _YOU_ARE_NOW_BARE, _NEW_INSTRUCTIONS, _OVERRIDE, _SYSTEM_PROMPT, _CONCEAL,
-     _TOKEN, _TOOL_MARKUP, _DESTRUCTIVE_SHELL, _TOOL_CALL_EN, _TOOL_CALL_DIRECTIVE, _PIPE_OUT, _SENSITIVE_PATH,
-     _DECODE_CUE, _ROT13_HINT, _REVERSED_HINT, _SECURITY_STRONG, _SECURITY_WEAK, _SEND, _SECRET)
+# The rules run over whole documents (the others only over a sentence, a comment or a turn).
+_LOCATOR_RULES = (
+    _IGNORE, _REVOKED, _NO_REFUSAL, _FORGET, _YOU_ARE_NOW, _YOU_ARE_NOW_BARE, _NEW_INSTRUCTIONS, _OVERRIDE,
+    _SYSTEM_PROMPT, _CONCEAL,
+    _TOKEN, _TOOL_MARKUP, _DESTRUCTIVE_SHELL, _TOOL_CALL_EN, _TOOL_CALL_DIRECTIVE, _PIPE_OUT, _SENSITIVE_PATH,
+    _DECODE_CUE, _ROT13_HINT, _REVERSED_HINT, _SECURITY_STRONG, _SECURITY_WEAK, _SEND, _SECRET,
 )  # fmt: skip
+
+
+@functools.cache
+def _locator(whole: bool = False) -> _Locator:
+    return _Locator(_LOCATOR_RULES, whole)
+
+
+def _locate(low: str) -> dict[_Rule, list[re.Match[str]]]:
+    return _locator(len(low) > 100_000).run(low)
 
 
 @dataclass(slots=True)
@@ -846,6 +954,13 @@ class _Doc:
         return _Hit(name, start, self.norm[start : min(end, start + 200)], self.severity(start))
 
 
+# Every character the raw checks and the normalisation care about: one pass finds whether any is there.
+_SPECIAL = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
+)
+
+
 def _normalise(text: str) -> str:
     if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
         # line by line: nothing composes across a newline, and most lines are already normal
@@ -854,7 +969,8 @@ def _normalise(text: str) -> str:
             for line in text.split("\n")
         )
     if not text.isascii():
-        text = _IGNORABLE.sub("", text)
+        if _SPECIAL.search(text):
+            text = _IGNORABLE.sub("", text)
         for a in "’‘ʼ´":
             text = text.replace(a, "'")
     return text
@@ -974,10 +1090,12 @@ def _sentence(doc: _Doc, start: int, end: int) -> tuple[int, int]:
 def _phrases(doc: _Doc, hits: list[_Hit]) -> None:
     for name, rule in (
         ("ignore previous instructions", _IGNORE),
+        ("ignore previous instructions", _REVOKED),
         ("forget everything", _FORGET),
         ("you are now", _YOU_ARE_NOW),
         ("new instructions", _NEW_INSTRUCTIONS),
         ("override", _OVERRIDE),
+        ("override", _NO_REFUSAL),
         ("system prompt", _SYSTEM_PROMPT),
         ("conceal from user", _CONCEAL),
     ):
@@ -993,12 +1111,12 @@ def _tokens(doc: _Doc, hits: list[_Hit]) -> None:
     for i, (a, b, tok) in enumerate(found):
         if tok == "<s>":
             continue
-        i = a - 1
-        while i >= 0 and low[i] in " \t>":
-            i -= 1
+        j = a - 1
+        while j >= 0 and low[j] in " \t>":
+            j -= 1
         structural = (
-            i < 0
-            or low[i] == "\n"
+            j < 0
+            or low[j] == "\n"
             or _ROLE_AFTER_TOKEN.match(low, b) is not None
             or (i > 0 and not low[found[i - 1][1] : a].strip())
             or (i + 1 < len(found) and not low[b : found[i + 1][0]].strip())
@@ -1020,7 +1138,7 @@ def _role_turns(doc: _Doc, hits: list[_Hit], strong: list[int]) -> None:
         label = m.start()  # = offset in low of the line start
         if mask[label] == _CODE:
             continue
-        role = next(g for g in (m.group("hr"), m.group("tr"), m.group("br"), m.group("cr")) if g)
+        role = next(g for g in (m.group("hr"), m.group("tr"), m.group("br"), m.group("cr"), m.group("yr")) if g)
         start = m.end() - 1
         nl = _line_end(low, start, 600)
         if not low[start:nl].strip():  # label alone on its line: the content is the next paragraph
@@ -1051,7 +1169,9 @@ def _tool_bait(doc: _Doc, hits: list[_Hit]) -> None:
     low, mask = doc.low, doc.mask
     for m in doc.matches(_TOOL_MARKUP):
         a = m.start()
-        if mask[a] != _CODE or _DESTRUCTIVE.search(low, a, a + 400):
+        ends = (mask.find(r, a, a + 400) for r in (_LIVE, _QUOTE, _HIDDEN))
+        code_end = min((i for i in ends if i >= 0), default=a + 400)  # the markup, not what follows the code
+        if mask[a] != _CODE or _DESTRUCTIVE.search(low, a, code_end):
             hits.append(doc.hit("tool-call bait", a, a + 120))
     hits.extend(doc.hit("tool-call bait", m.start(), m.end()) for m in doc.matches(_DESTRUCTIVE_SHELL))
     for m in doc.matches(_TOOL_CALL_EN):
@@ -1085,6 +1205,10 @@ def _exfiltration(doc: _Doc, hits: list[_Hit]) -> None:
         a, b = _sentence(doc, ds, de)
         v = doc.within(_SEND, a, b)
         if v and doc.within(_SECRET, a, b) and not _NEGATED_SEND.search(low, max(a, v.start() - 20), v.start()):
+            add(ds, de)
+    for ds, de in dests:  # "open https://...?env= followed by the output of `printenv`"
+        a, b = _sentence(doc, ds, de)
+        if _SECRET_SOURCE.search(low, a, b) and _OUTPUT_OF.search(low, a, b):
             add(ds, de)
     # secret files read out
     for m in doc.matches(_SENSITIVE_PATH):
@@ -1176,9 +1300,9 @@ def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
             hits.append(_Hit("encoded instruction", pos, decoded[:200], sev, via))
             hits.extend(_Hit(h.name, pos, h.excerpt, sev, via) for h in inner)
 
-    for m in _RUN.finditer(norm):
+    for m in _RUN.finditer(" " + norm):
         if got := _run_text(m.group(1)):
-            rescan(m.start(1), *got)
+            rescan(m.start(1) - 1, *got)
     for rx, via, fn in (
         (_HEX_ESC, "hex", lambda s: _bytes_text(_try(lambda: bytes.fromhex(s.replace("\\x", ""))))),
         (_PCT, "%-escapes", urllib.parse.unquote),
@@ -1211,6 +1335,7 @@ _TOKEN_RUN = re.compile(r"[a-z0-9@$]+")
 _LEET = str.maketrans("013457@$", "oieastas")
 _MIXED_SEED = re.compile(r"[\u0370-\u03ff\u0400-\u04ff](?:(?<=[a-z].)|(?=[a-z]))")
 _MIXED_WORD = re.compile(r"\w*(?:[a-z]\w*[\u0370-\u04ff]|[\u0370-\u04ff]\w*[a-z])\w*")
+_SEEDS = re.compile("|".join(rx.pattern for rx in (_SPACED_SEED, _LEET_SEED, _MIXED_SEED)))
 _CONFUSABLE = str.maketrans("аеорсухіјѕԁһԛԝνοαερτικχ", "aeopcyxijsdhqwvoaeptikx")
 
 
@@ -1246,7 +1371,7 @@ def _rewrite_line(line: str) -> str | None:
 def _deobfuscated(low: str) -> str | None:
     """The lines (at most 600 characters around each seed) that read differently with look-alikes
     undone."""
-    seeds = sorted(m.start() for rx in (_SPACED_SEED, _LEET_SEED, _MIXED_SEED) for m in rx.finditer(low))
+    seeds = [m.start() for m in _SEEDS.finditer(low)]
     windows: list[list[int]] = []
     for pos in seeds:
         a, b = _line_start(low, pos, 300), _line_end(low, pos, 300)
@@ -1263,7 +1388,7 @@ def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit
     norm = _normalise(text)
     low = _lower(norm)
     mask, hidden = _mask(low)
-    doc = _Doc(norm, low, mask, _LOCATOR.run(low), hidden)
+    doc = _Doc(norm, low, mask, _locate(low), hidden)
     doc.framed = _framed(doc)
     if doc.framed:
         _mark_quotations(low, doc.mask)
@@ -1279,7 +1404,7 @@ def _scan_clean(text: str, depth: int, decoded: dict | None = None) -> list[_Hit
     _role_turns(doc, hits, strong)
     _hidden_parts(doc, hits, strong)
     if depth < _MAX_DEPTH and (plain := _deobfuscated(low)):
-        sub = _Doc(plain, plain, bytearray(len(plain)), _LOCATOR.run(plain))
+        sub = _Doc(plain, plain, bytearray(len(plain)), _locate(plain))
         more: list[_Hit] = []
         _phrases(sub, more)
         _exfiltration(sub, more)
@@ -1295,7 +1420,7 @@ _E, _J, _S = _class(_EMOJI), _class(_JOINING), _class(_NO_SPACES)
 # Invisible characters that do no visible job (see the module docstring), in one pass.
 _UNEXPLAINED_INVISIBLE = re.compile(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u2060-\u2064\u3164\uffa0]"
-    f"|(?<=[\\s\\S])\ufeff"
+    "|\ufeff(?<=[\\s\\S]\ufeff)"  # a byte-order mark anywhere but at the start
     f"|\u200b(?:(?<!{_S}\u200b)|(?!{_S}))"
     f"|\u200c(?:(?<!{_J}\u200c)|(?!{_J}))"
     f"|\u200d(?:(?<!{_E}\u200d)|(?!{_E}))(?:(?<!{_J}\u200d)|(?!{_J}))"
@@ -1305,24 +1430,26 @@ _UNEXPLAINED_INVISIBLE = re.compile(
 def _scan_raw(text: str) -> list[_Hit]:
     """Invisible characters, and what tag characters and variation selectors smuggle."""
     hits: list[_Hit] = []
-    if text.isascii():
+    first = None if text.isascii() else _SPECIAL.search(text)
+    if first is None:
         return hits
+    start = first.start()
     payloads: list[tuple[str, str]] = []
-    for m in _TAGS.finditer(text):
+    for m in _TAGS.finditer(text, start):
         if m.start() and text[m.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.fullmatch(m.group()):
             continue  # an emoji subdivision flag, e.g. England's
         decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
         hits.append(_Hit("Unicode tag characters", -1, decoded or _show(m.group()), "high", "tag characters"))
         if decoded.strip():
             payloads.append(("tag characters", decoded))
-    if m := _BIDI.search(text):
+    if m := _BIDI.search(text, start):
         hits.append(_Hit("bidi control", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
-    for m in _VS_RUN.finditer(text):
+    for m in _VS_RUN.finditer(text, start):
         data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
         decoded = data.decode("utf-8", errors="replace")
         hits.append(_Hit("invisible Unicode", -1, decoded, "high", "variation selectors"))
         payloads.append(("variation selectors", decoded))
-    if m := _UNEXPLAINED_INVISIBLE.search(text):
+    if m := _UNEXPLAINED_INVISIBLE.search(text, max(0, start - 1)):
         hits.append(_Hit("invisible Unicode", -1, _show(text[max(0, m.start() - 20) : m.end() + 20])))
     for via, decoded in payloads:
         hits.extend(_Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
@@ -1347,19 +1474,29 @@ def scan(text: str) -> list[str]:
     return sorted({h.name for h in _hits(text) if h.severity == "high"}, key=_ORDER.__getitem__)
 
 
-# The patterns behind the finding names kept from the first version of this module. Most only
-# count when the context rules above agree (a role after <|im_start|>, a comment that speaks to
-# the model, ...); the other names have their own rules above.
-PATTERNS: dict[str, re.Pattern[str]] = {
-    "ignore previous instructions": _IGNORE.pattern,
-    "you are now": _YOU_ARE_NOW.pattern,
-    "new instructions": _NEW_INSTRUCTIONS.pattern,
-    "system prompt": _SYSTEM_PROMPT.pattern,
-    "override": _OVERRIDE.pattern,
-    "forget everything": _FORGET.pattern,
-    "[INST]": re.compile(r"\[/?inst\]"),
-    "<<SYS>>": re.compile(r"<</?sys>>"),
-    "</s>": re.compile(r"</s>"),
-    "<|im_start|>": re.compile(r"<\|im_(?:start|end)\|>"),
-    "hidden HTML comment": _COMMENT,
-}
+def __getattr__(name: str) -> dict[str, re.Pattern[str]]:
+    # ``PATTERNS`` is built on first use: compiling the multilingual rules takes a while, and
+    # importing this module should not.
+    if name == "PATTERNS":
+        globals()["PATTERNS"] = patterns = _patterns()
+        return patterns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _patterns() -> dict[str, re.Pattern[str]]:
+    """The patterns behind the finding names kept from the first version of this module. Most only
+    count when the context rules above agree (a role after <|im_start|>, a comment that speaks to
+    the model, ...); the other names have rules of their own."""
+    return {
+        "ignore previous instructions": _IGNORE.pattern,
+        "you are now": _YOU_ARE_NOW.pattern,
+        "new instructions": _NEW_INSTRUCTIONS.pattern,
+        "system prompt": _SYSTEM_PROMPT.pattern,
+        "override": _OVERRIDE.pattern,
+        "forget everything": _FORGET.pattern,
+        "[INST]": re.compile(r"\[/?inst\]"),
+        "<<SYS>>": re.compile(r"<</?sys>>"),
+        "</s>": re.compile(r"</s>"),
+        "<|im_start|>": re.compile(r"<\|im_(?:start|end)\|>"),
+        "hidden HTML comment": _COMMENT,
+    }

@@ -120,7 +120,7 @@ def test_the_tree_names_agents_nodes_and_tools_as_their_author_did(run):
 
 
 def test_the_cli_lists_and_shows_the_calls(run, capsys):
-    name, rx, requests = run
+    _, rx, requests = run
     assert main(["calls", str(rx.log.path)]) == 0
     listing = capsys.readouterr().out
     assert listing.count("(span)") == len(requests)

@@ -162,7 +162,7 @@ _kwarg_pw = _pick(ALNUM, 16)
 _sas = _pick(ALNUM + "%", 44)
 _amz = _pick(HEX, 64)
 _x_api_key = _pick(ALNUM, 40)
-_quoted_pw = _pick(ALNUM, 12) + "\"" + _pick(ALNUM, 12)  # a password with a quote in it
+_quoted_pw = _pick(ALNUM, 12) + '"' + _pick(ALNUM, 12)  # a password with a quote in it
 
 IN_CONTEXT: list[Secret] = [
     Secret("aws_secret_access_key", f"aws_secret_access_key = {_aws_secret}", _aws_secret),
@@ -251,7 +251,7 @@ def exception(s: str) -> str:
     try:
         raise ValueError(f"invalid credentials {s!r} for user ada")
     except ValueError as e:
-        return f"Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n{type(e).__name__}: {e}"
+        return f'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n{type(e).__name__}: {e}'
 
 
 def dict_repr(s: str) -> str:
@@ -259,7 +259,7 @@ def dict_repr(s: str) -> str:
 
 
 def markdown(s: str) -> str:
-    return f"Run this:\n\n```bash\ncurl -s https://api.example.com/v1/models \\\n  -d '{{\"input\": \"{s}\"}}'\n```\n"
+    return f'Run this:\n\n```bash\ncurl -s https://api.example.com/v1/models \\\n  -d \'{{"input": "{s}"}}\'\n```\n'
 
 
 CARRIERS: dict[str, Callable[[str], str]] = {
