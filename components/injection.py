@@ -110,6 +110,25 @@ _LIVE, _CODE, _QUOTE, _HIDDEN = 0, 1, 2, 3
 _MAX_DEPTH = 2  # decoded text is scanned again, and what it decodes to, no further
 
 
+class _re:  # stands in for re.compile
+    """A regex compiled on first use: importing this module should stay cheap."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source, self.flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def __getattr__(self, name: str):  # finditer, search, match, sub, fullmatch, pattern
+        return getattr(self.compiled, name)
+
+
 class _Rule:
     """Alternative patterns, matched against lower-cased text (so no IGNORECASE), compiled on first use.
 
@@ -118,23 +137,30 @@ class _Rule:
     to start with a literal character (a leading ``\\b`` is checked in Python instead).
     """
 
-    __slots__ = ("_parts", "_pattern", "alternatives")
+    __slots__ = ("_alternatives", "_parts", "_pattern")
 
     def __init__(self, *parts: str) -> None:
         self._parts = parts
         self._pattern: re.Pattern[str] | None = None
-        self.alternatives: list[tuple[str, str, bool, str]] = []  # first character, the rest, \b, source
-        for p in parts:
-            for alt, wb in _literal_led(p):
-                head = alt[:2] if alt.startswith("\\") else alt[:1]
-                if (
-                    not head
-                    or (len(head) == 1 and head in "()[].^$*+?{|")
-                    or (len(head) == 2 and head[1].isalnum())
-                    or alt[len(head) : len(head) + 1] in ("?", "*", "{")
-                ):
-                    raise ValueError(f"alternative does not start with a literal: {alt!r}")
-                self.alternatives.append((head[-1], alt[len(head) :], wb, alt))
+        self._alternatives: list[tuple[str, str, bool, str]] | None = None
+
+    @property
+    def alternatives(self) -> list[tuple[str, str, bool, str]]:
+        """(first character, the rest, whether ``\\b`` must precede, source) of each alternative."""
+        if self._alternatives is None:
+            self._alternatives = []
+            for p in self._parts:
+                for alt, wb in _literal_led(p):
+                    head = alt[:2] if alt.startswith("\\") else alt[:1]
+                    if (
+                        not head
+                        or (len(head) == 1 and head in "()[].^$*+?{|")
+                        or (len(head) == 2 and head[1].isalnum())
+                        or alt[len(head) : len(head) + 1] in ("?", "*", "{")
+                    ):
+                        raise ValueError(f"alternative does not start with a literal: {alt!r}")
+                    self._alternatives.append((head[-1], alt[len(head) :], wb, alt))
+        return self._alternatives
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -507,7 +533,7 @@ _YOU_ARE_NOW = _rx(
     r"開発者モード[^。\n]{0,40}(?:フィルター|制限|安全|ルール)",
 )
 # After "you are now": a name given to the model ("DAN,", "Root.", "\"Root\""), read case-sensitively.
-_NAME_AFTER = re.compile(r"\s+(?:[\"“'][^\"”'\n]{1,30}[\"”']|[A-Z]{2,}\b|[A-Z][a-z]+(?=[,.!:;]))")
+_NAME_AFTER = _re(r"\s+(?:[\"“'][^\"”'\n]{1,30}[\"”']|[A-Z]{2,}\b|[A-Z][a-z]+(?=[,.!:;]))")
 _YOU_ARE_NOW_BARE = _rx(r"\byou\s+are\s+now\b")
 
 _NEW_INSTRUCTIONS = _rx(
@@ -676,7 +702,7 @@ _TOKEN = _rx(
     r"<(?:start|end)_of_turn>",
     r"\[/?(?:system_prompt|available_tools|tool_calls|tool_results)\]",
 )
-_ROLE_AFTER_TOKEN = re.compile(r"[ \t]*\n?[ \t]*(?:system|user|assistant|developer|model|tool|ipython|human)\b")
+_ROLE_AFTER_TOKEN = _re(r"[ \t]*\n?[ \t]*(?:system|user|assistant|developer|model|tool|ipython|human)\b")
 
 # Role labels at the start of a line: "System:", "**Assistant:**", "[SYSTEM]:", "### System",
 # "<system>", "[system](#...)".
@@ -686,7 +712,7 @@ _ROLE_WORDS = (
     r"utilisateur|assistent|benutzer|nutzer|система|ассистент|пользователь|システム(?:プロンプト)?|アシスタント|"
     r"ユーザー|system-?prompt|prompt\s+del\s+sistema|prompt\s+système|системный\s+промпт"
 )
-_ROLE_LABEL = re.compile(
+_ROLE_LABEL = _re(
     rf"\n[ \t]{{0,3}}(?:(?P<h>#{{1,6}})[ \t]*(?P<hr>{_ROLE_WORDS})[ \t]*:?[ \t]*$"
     rf"|<(?P<tr>{_ROLE_WORDS})>[ \t]*$"
     rf"|\[(?P<br>{_ROLE_WORDS})\](?:\(#[^)\n]*\))?[ \t]*(?::[ \t]*)?(?=\S|$)"
@@ -694,20 +720,20 @@ _ROLE_LABEL = re.compile(
     rf"|[\"']?role[\"']?[ \t]*:[ \t]*[\"']?(?P<yr>system|assistant|developer)[\"']?,?[ \t]*$)",
     re.MULTILINE,
 )
-_TURN_END = re.compile(
+_TURN_END = _re(
     rf"\n[ \t]*\n|\n(?=[ \t]*(?:#{{1,6}}[ \t]*(?:{_ROLE_WORDS})[ \t]*$"
     rf"|(?:\[|<|\*\*)?(?:{_ROLE_WORDS})[ \t]*(?:\*\*|\]|>)?[ \t]*:))",
     re.MULTILINE,
 )
-_PRIVILEGED_ROLE = re.compile(
+_PRIVILEGED_ROLE = _re(
     r"system|assistant|ai$|developer|model|operator|admin|系统|助手|sistema|asistente|système|systeme|assistent|"
     r"система|ассистент|システム|アシスタント"
 )
-_SYSTEM_PROMPT_ROLE = re.compile(r"prompt|промпт|系统提示|システムプロンプト")
+_SYSTEM_PROMPT_ROLE = _re(r"prompt|промпт|系统提示|システムプロンプト")
 
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_MD_COMMENT = re.compile(r"\n\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
-_HIDDEN_OPEN = re.compile(
+_COMMENT = _re(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_MD_COMMENT = _re(r"\n\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*(?:\(.*\)|\".*\"|'.*')[ \t]*$", re.MULTILINE)
+_HIDDEN_OPEN = _re(
     r"<(\w+)\b[^>]{0,400}?(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt)?\s*[;\"']|"
     r"opacity\s*:\s*0(?:\.0+)?\s*[;\"']|\shidden(?:\s|>|=))[^>]{0,400}>"
 )
@@ -756,7 +782,7 @@ _TOOL_CALL_DIRECTIVE = _rx(
     rf"{_DANGER_STEM}[\w.-]*[`'\"]?\s*(?:ツール|関数|コマンド)を[^。\n]{{0,40}}(?:呼び出|実行|使)",
 )
 # An English call verb counts when it is an order: at the start of a clause, or after one of these.
-_IMPERATIVE_BEFORE = re.compile(
+_IMPERATIVE_BEFORE = _re(
     r"(?:^|[.!?:;,\-–—(\n]|\b(?:please|now|then|first|immediately|always|must|should|you|and|just|also|"
     r"next|finally|simply|to))\s*$"
 )
@@ -764,8 +790,8 @@ _IMPERATIVE_BEFORE = re.compile(
 # ------------------------------------------------------------------------------------------
 # Exfiltration
 
-_URL = re.compile(r"https?://[^\s)<>\]\"'`]+(?<![.,;:!?])")
-_EMAIL_AT = re.compile(r"@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b")
+_URL = _re(r"https?://[^\s)<>\]\"'`]+(?<![.,;:!?])")
+_EMAIL_AT = _re(r"@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b")
 _SEND = _rx(
     r"\b(?:send|sends|post|posting|upload|forward|transmit|exfiltrate|e-?mail|mail|share|paste|leak|submit|deliver|"
     r"pipe|push|report|include|attach|append)\w*\b",
@@ -789,8 +815,8 @@ _SECRET = _rx(
     r"ключ|парол|учетн|учётн|токен|переменн\w*\s+окружения|переписк|разговор",
     r"キー|パスワード|認証情報|トークン|環境変数|会話",
 )
-_NEGATED_SEND = re.compile(r"\b(?:never|don't|do\s+not|no|not)\s+(?:\w+\s+)?$")
-_OUTPUT_OF = re.compile(r"\b(?:output|result|contents?)\s+of\b|\bfollowed\s+by\b|\bappend(?:ed|ing)?\b")
+_NEGATED_SEND = _re(r"\b(?:never|don't|do\s+not|no|not)\s+(?:\w+\s+)?$")
+_OUTPUT_OF = _re(r"\b(?:output|result|contents?)\s+of\b|\bfollowed\s+by\b|\bappend(?:ed|ing)?\b")
 _SENSITIVE_PATH = _rx(
     r"~/\.ssh/(?![\w.-]*\.pub\b)[\w.-]+",
     r"\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)",
@@ -809,16 +835,16 @@ _PIPE_OUT = _rx(
     r"\b(?:curl|wget|nc|ncat|netcat|invoke-webrequest|iwr|invoke-restmethod|http|httpie|requests\.(?:post|get|put)|"
     r"fetch|axios(?:\.post)?|urllib\.request)\b"
 )
-_SECRET_SOURCE = re.compile(
+_SECRET_SOURCE = _re(
     r"(?:^|[\s|;&(`$\"'])(?:env|printenv|set)\s*(?:\||\)|$)|\$\((?:env|printenv|cat\s[^)]*)\)|`(?:env|printenv)`|"
     r"\bos\.environ\b(?!\s*(?:\[|\.get))|\bprocess\.env\b(?!\s*[.\[])|@\.env\b|@~/\.|"
     r"\bcat\s+[^\n|;]*(?:\.env\b|id_rsa|id_ed25519|credentials|\.netrc|\.pypirc|\.npmrc|/etc/(?:passwd|shadow))",
     re.MULTILINE,
 )
-_LINK = re.compile(r"\]\((https?://[^)\n]{1,600})\)")  # markdown links and images
-_IMG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']?(https?://[^\"'\s>]+)")
-_PLACEHOLDER = re.compile(r"\{[^}\s]{0,40}\}|\$\{?\w+|<[^>]{1,80}>|%s|\[[A-Z_]{3,}\]")
-_CAPS_VALUE = re.compile(r"=([A-Z][A-Z_]{2,})(?=&|$|#)")
+_LINK = _re(r"\]\((https?://[^)\n]{1,600})\)")  # markdown links and images
+_IMG = _re(r"<img\b[^>]*?\bsrc\s*=\s*[\"']?(https?://[^\"'\s>]+)")
+_PLACEHOLDER = _re(r"\{[^}\s]{0,40}\}|\$\{?\w+|<[^>]{1,80}>|%s|\[[A-Z_]{3,}\]")
+_CAPS_VALUE = _re(r"=([A-Z][A-Z_]{2,})(?=&|$|#)")
 _REPLACE = _rx(
     r"\b(?:replac|substitut|fill\s+in|insert|put)\w*",
     r"替换|换成|填入|填写",
@@ -843,11 +869,11 @@ _DECODE_CUE = _rx(
 )
 # Runs that may be base64 (standard or URL-safe), base32 or hex; each is tried in turn.
 # (searched in the text with a space in front, so that a run can start it)
-_RUN = re.compile(r"[^A-Za-z0-9+/_=-]([A-Za-z0-9+/_-]{16,}={0,6})(?![A-Za-z0-9+/_=-])")
-_HEX_ESC = re.compile(r"\\x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5,}")
-_PCT = re.compile(r"%[0-9A-Fa-f]{2}(?:[\w.~-]{0,3}%[0-9A-Fa-f]{2}){5,}")
-_ENTITIES = re.compile(r"&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){3,}")
-_UESC = re.compile(r"\\u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4}){3,}")
+_RUN = _re(r"[^A-Za-z0-9+/_=-]([A-Za-z0-9+/_-]{16,}={0,6})(?![A-Za-z0-9+/_=-])")
+_HEX_ESC = _re(r"\\x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5,}")
+_PCT = _re(r"%[0-9A-Fa-f]{2}(?:[\w.~-]{0,3}%[0-9A-Fa-f]{2}){5,}")
+_ENTITIES = _re(r"&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});(?:&#(?:\d{2,7}|x[0-9A-Fa-f]{2,6});){3,}")
+_UESC = _re(r"\\u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4}){3,}")
 _KEYWORDS = ("ignore", "disregard", "instructions", "previous", "system prompt", "reveal", "password", "api key")
 _ROT13_HINT = _rx(*(codecs.encode(w, "rot13") for w in _KEYWORDS))
 _REVERSED_HINT = _rx(*(w[::-1] for w in _KEYWORDS))
@@ -855,12 +881,12 @@ _REVERSED_HINT = _rx(*(w[::-1] for w in _KEYWORDS))
 # ------------------------------------------------------------------------------------------
 # Invisible characters
 
-_TAGS = re.compile("[\U000e0000-\U000e007f]+")
-_FLAG_TAGS = re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-_VS_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
+_TAGS = _re("[\U000e0000-\U000e007f]+")
+_FLAG_TAGS = _re("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
+_BIDI = _re("[\u202a-\u202e\u2066-\u2069]")
+_VS_RUN = _re("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
 # Dropped before matching (and so never able to split a word in two).
-_IGNORABLE = re.compile(
+_IGNORABLE = _re(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
@@ -955,7 +981,7 @@ class _Doc:
 
 
 # Every character the raw checks and the normalisation care about: one pass finds whether any is there.
-_SPECIAL = re.compile(
+_SPECIAL = _re(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
@@ -983,10 +1009,10 @@ def _lower(s: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in s)  # keep offsets (e.g. "İ")
 
 
-_FENCE = re.compile(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
-_SPAN = re.compile(r"``(?:[^`]|`(?!`)){1,2000}?``|`[^`\n]{1,2000}`")
-_BLOCKQUOTE = re.compile(r"\n[ \t]{0,3}>[^\n]*")
-_QUOTATION = re.compile(
+_FENCE = _re(r"\n[ \t]{0,3}(`{3,}|~{3,})[^\n]*")
+_SPAN = _re(r"``(?:[^`]|`(?!`)){1,2000}?``|`[^`\n]{1,2000}`")
+_BLOCKQUOTE = _re(r"\n[ \t]{0,3}>[^\n]*")
+_QUOTATION = _re(
     r"\"(?:[^\"\n]|\n(?![ \t]*\n)){3,400}?\"|“[^”]{3,400}?”|«[^»]{3,400}?»|„[^“”]{3,400}?[“”]|"
     r"「[^」]{1,400}?」|『[^』]{1,400}?』"
 )
@@ -1258,9 +1284,9 @@ def _bytes_text(raw: object) -> str | None:
     return t if sum(c.isalpha() or c.isspace() for c in t) >= 0.6 * len(t) else None
 
 
-_HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2})+")
-_B32_RUN = re.compile(r"[A-Z2-7]+=*")
-_UPPER, _LOWER_CASE, _B32_DIGIT = re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[2-7]")
+_HEX_RUN = _re(r"(?:[0-9A-Fa-f]{2})+")
+_B32_RUN = _re(r"[A-Z2-7]+=*")
+_UPPER, _LOWER_CASE, _B32_DIGIT = _re("[A-Z]"), _re("[a-z]"), _re("[2-7]")
 
 
 def _run_text(run: str) -> tuple[str, str] | None:
@@ -1328,14 +1354,14 @@ def _decoded(doc: _Doc, hits: list[_Hit], depth: int) -> None:
 # Look-alikes: letters spaced out ("i g n o r e"), leetspeak ("1gn0r3"), Cyrillic/Greek letters
 # inside Latin words ("ignоre" with a Cyrillic o). Each is looked for from a cheap seed, then
 # the lines holding a seed are read again, rewritten.
-_SPACED_SEED = re.compile(r"[ .*_-][a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z](?![a-z])")
-_SPACED = re.compile(r"(?<![a-z])[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")  # run on single lines only
-_LEET_SEED = re.compile(r"[013457@$](?<=[a-z].)(?=[a-z])")  # a digit inside a word: "1gn0r3"
-_TOKEN_RUN = re.compile(r"[a-z0-9@$]+")
+_SPACED_SEED = _re(r"[ .*_-][a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z][ .*_-]{1,3}[a-z](?![a-z])")
+_SPACED = _re(r"(?<![a-z])[a-z](?:[ .*_-]{1,3}[a-z](?![a-z])){4,}")  # run on single lines only
+_LEET_SEED = _re(r"[013457@$](?<=[a-z].)(?=[a-z])")  # a digit inside a word: "1gn0r3"
+_TOKEN_RUN = _re(r"[a-z0-9@$]+")
 _LEET = str.maketrans("013457@$", "oieastas")
-_MIXED_SEED = re.compile(r"[\u0370-\u03ff\u0400-\u04ff](?:(?<=[a-z].)|(?=[a-z]))")
-_MIXED_WORD = re.compile(r"\w*(?:[a-z]\w*[\u0370-\u04ff]|[\u0370-\u04ff]\w*[a-z])\w*")
-_SEEDS = re.compile("|".join(rx.pattern for rx in (_SPACED_SEED, _LEET_SEED, _MIXED_SEED)))
+_MIXED_SEED = _re(r"[\u0370-\u03ff\u0400-\u04ff](?:(?<=[a-z].)|(?=[a-z]))")
+_MIXED_WORD = _re(r"\w*(?:[a-z]\w*[\u0370-\u04ff]|[\u0370-\u04ff]\w*[a-z])\w*")
+_SEEDS = _re("|".join(rx.source for rx in (_SPACED_SEED, _LEET_SEED, _MIXED_SEED)))
 _CONFUSABLE = str.maketrans("аеорсухіјѕԁһԛԝνοαερτικχ", "aeopcyxijsdhqwvoaeptikx")
 
 
@@ -1418,7 +1444,7 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 _E, _J, _S = _class(_EMOJI), _class(_JOINING), _class(_NO_SPACES)
 # Invisible characters that do no visible job (see the module docstring), in one pass.
-_UNEXPLAINED_INVISIBLE = re.compile(
+_UNEXPLAINED_INVISIBLE = _re(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u2060-\u2064\u3164\uffa0]"
     "|\ufeff(?<=[\\s\\S]\ufeff)"  # a byte-order mark anywhere but at the start
     f"|\u200b(?:(?<!{_S}\u200b)|(?!{_S}))"
@@ -1498,5 +1524,5 @@ def _patterns() -> dict[str, re.Pattern[str]]:
         "<<SYS>>": re.compile(r"<</?sys>>"),
         "</s>": re.compile(r"</s>"),
         "<|im_start|>": re.compile(r"<\|im_(?:start|end)\|>"),
-        "hidden HTML comment": _COMMENT,
+        "hidden HTML comment": _COMMENT.compiled,
     }

@@ -15,7 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from callctx.demo import run
-from callctx.projection import Projection
+from callctx.projection import Projection, read_log
+from callctx.projection.asof import tree_as_seen_by
 from callctx.projection.otlp import encode_json, encode_protobuf
 from callctx.projection.spans import SpanData
 from callctx.serve import Receiver, serve_grpc, serve_http
@@ -91,10 +92,20 @@ def test_read_api(runtime, server):
     status, body = request(port, "GET", f"/api/traces/{trace['id']}/tree")
     assert status == 200 and body.decode() == runtime.projection.session_tree(trace["id"])
     span_id = calls[1].span_id
-    status, body = request(port, "GET", f"/api/spans/{span_id}/tree")
-    assert body.decode() == runtime.projection.tree(span_id)
+    status, body = request(port, "GET", f"/api/spans/{span_id}/tree")  # as the call saw it when it started
+    assert body.decode() == tree_as_seen_by(read_log(runtime.log_path), span_id)
+    assert body.decode().strip() == calls[1].tree.strip()  # what its model call was sent
+    status, body = request(port, "GET", f"/api/spans/{span_id}/tree?final=1")  # as the trace ends
+    assert body.decode() == runtime.projection.view(span_id).text
     status, body = request(port, "GET", "/api/calls")
-    assert [c["function"] for c in json.loads(body)["calls"]][:2] == ["_pick_stage", "_lit_decide"]
+    listing = json.loads(body)
+    assert [c["function"] for c in listing["calls"]][:2] == ["_pick_stage", "_lit_decide"]
+    assert listing["total"] == len(calls) and not listing["calls"][0]["reconstructed"]
+    page = json.loads(request(port, "GET", "/api/calls?function=check_novelty&limit=1")[1])
+    assert page["total"] == 2 and len(page["calls"]) == 1 and page["next_offset"] == 1
+    assert page["calls"][0]["index"] == [c.index for c in calls if c.function == "check_novelty"][0]
+    assert json.loads(request(port, "GET", "/api/calls?status=error")[1])["total"] == 0
+    assert request(port, "GET", "/api/calls?status=maybe")[0] == 400
     status, body = request(port, "GET", "/api/calls/2/context")
     assert status == 404 and b"cannot rebuild" in body  # the texts did not travel (send_texts off)
     assert request(port, "GET", "/api/spans/ffffffffffffffff/tree")[0] == 404

@@ -315,7 +315,7 @@ def test_late_spans_and_sessions_bring_evicted_trees_back(serve):
     for key in from_log.sessions():
         assert request(port, "GET", f"/api/traces/{key}/tree")[1].decode() == from_log.session_tree(key), key
     for sid in from_log.nodes:
-        assert request(port, "GET", f"/api/spans/{sid}/tree")[1].decode() == from_log.tree(sid), sid
+        assert request(port, "GET", f"/api/spans/{sid}/tree?final=1")[1].decode() == from_log.tree(sid), sid
     assert b"function: late" in request(port, "GET", f"/api/traces/{old[0].trace_id}/tree")[1]
     assert b"function: t40f0" in request(port, "GET", "/api/traces/chat-1/tree")[1]
     assert len(json.loads(request(port, "GET", "/api/traces")[1])["traces"]) == len(from_log.sessions())

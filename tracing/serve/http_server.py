@@ -25,6 +25,7 @@ import socket
 import sys
 import threading
 import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -37,6 +38,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from .body import BodyError, read_body
+from .index import Filter
 from .receiver import JSON, PROTOBUF, Receiver
 
 log = logging.getLogger(__name__)
@@ -178,23 +180,42 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
                 self._json(400, {"error": str(e)})
 
         def _api(self, parts: list[str], query: dict[str, list[str]]) -> None:
-            rr = query.get("render_range", [None])[0]
+            """The read API. What it serves is shaped (secrets redacted) unless a token is set,
+            the caller holds it, and asks for ``?raw=1``."""
+            q = {k: v[-1] for k, v in query.items()}
+            rr = q.get("render_range")
             render_range = int(rr) if rr is not None else None
+            raw = q.get("raw") in ("1", "true") and rx.token is not None
+            shape = None if raw else rx.shaper.redact
             if parts == ["api", "traces"]:
-                self._json(200, {"traces": rx.traces()})
+                total, rows = rx.index.trees(_filter(q), offset=_int(q, "offset", 0), limit=_int(q, "limit", 100))
+                listed = {t["id"]: t for t in rx.traces()} if rows else {}
+                for row in rows:
+                    extra = listed.get(row["id"], {})
+                    row.update({k: extra[k] for k in ("top_calls", "functions", "in_memory") if k in extra})
+                self._reply(200, {"total": total, "traces": rows, **_page(q, total)}, shape)
             elif len(parts) == 4 and parts[:2] == ["api", "traces"] and parts[3] == "tree":
-                self._send(200, rx.session_tree(parts[2], render_range=render_range).encode(), "application/yaml")
+                self._reply_text(rx.session_tree(parts[2], render_range=render_range), shape)
             elif len(parts) == 4 and parts[:2] == ["api", "spans"] and parts[3] == "tree":
-                self._send(200, rx.span_tree(parts[2], render_range=render_range).encode(), "application/yaml")
+                if q.get("final") in ("1", "true"):
+                    text = rx.span_tree(parts[2], render_range=render_range)
+                else:
+                    text = rx.span_tree_as_seen(parts[2], render_range=render_range)
+                self._reply_text(text, shape)
             elif parts == ["api", "calls"]:
-                calls, _ = rx.calls()
-                rows = [{"index": c.index, "function": c.function, "call_path": c.call_path, "span_id": c.span_id,
-                         "status": c.status, "usage": c.usage} for c in calls]  # fmt: skip
-                self._json(200, {"calls": rows})
+                total, rows = rx.index.calls(_filter(q), offset=_int(q, "offset", 0), limit=_int(q, "limit", 100))
+                self._reply(200, {"total": total, "calls": rows, **_page(q, total)}, shape)
             elif len(parts) == 4 and parts[:2] == ["api", "calls"] and parts[3] == "context":
-                self._json(200, rx.context(int(parts[2])))
+                self._reply(200, rx.context(int(parts[2])), shape)
             else:
                 raise KeyError(f"no route /{'/'.join(parts)}")
+
+        def _reply(self, status: int, obj: Any, shape: Any) -> None:
+            text = json.dumps(obj, ensure_ascii=False)
+            self._send(status, (shape(text) if shape else text).encode(), JSON)
+
+        def _reply_text(self, text: str, shape: Any) -> None:
+            self._send(200, (shape(text) if shape else text).encode(), "application/yaml")
 
     return Handler
 
@@ -412,3 +433,42 @@ def serve_http(
     server = _Server((host, port), make_handler(rx, read_timeout), max_connections=max_connections)
     threading.Thread(target=server.serve_forever, name="callctx-http-accept", daemon=True).start()
     return server
+
+
+def _int(q: dict[str, str], name: str, default: int) -> int:
+    value = q.get(name)
+    if value is None:
+        return default
+    n = int(value)  # ValueError: 400
+    if n < 0:
+        raise ValueError(f"{name} must not be negative")
+    return min(n, 1000) if name == "limit" else n
+
+
+def _ns(text: str | None) -> int | None:
+    """A time in a query: nanoseconds since the epoch, or ISO 8601."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+def _filter(q: dict[str, str]) -> Filter:
+    status = q.get("status")
+    if status is not None and status not in ("ok", "error", "running"):
+        raise ValueError("status is ok, error or running")
+    return Filter(
+        service=q.get("service"),
+        session=q.get("session"),
+        since_ns=_ns(q.get("since")),
+        until_ns=_ns(q.get("until")),
+        function=q.get("function"),
+        model=q.get("model"),
+        status=status,
+    )
+
+
+def _page(q: dict[str, str], total: int) -> dict[str, Any]:
+    offset, limit = _int(q, "offset", 0), _int(q, "limit", 100)
+    return {"offset": offset, "limit": limit, "next_offset": offset + limit if offset + limit < total else None}

@@ -36,6 +36,7 @@ but cannot be read back.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import os
@@ -50,16 +51,23 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from callctx.projection.asof import tree_as_seen_by
 from callctx.projection.calls import ModelCall, read_calls
-from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted, decode, decode_lines, encode
+from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted, decode, decode_lines, encode
 from callctx.projection.fold import Projection
+from callctx.projection.llm import messages_of
 from callctx.projection.log import EventLog, FsyncPolicy
+from callctx.projection.manifest import ManifestError
+from callctx.projection.manifest import decode as manifest_decode
 from callctx.projection.node import ENDED, STARTED, Node
 from callctx.projection.otlp import Decoded, decode_json, decode_protobuf
+from callctx.projection.schema import CONTEXT as s_CONTEXT
 from callctx.projection.spans import to_records
 
 from ..recorded import Unrebuildable, as_json, rebuild
+from ..shaping import Shaper
 from .body import BodyError
+from .index import Index
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +117,7 @@ class Receiver:
         token: str | None = None,
         fsync: FsyncPolicy = "never",
         max_traces: int = DEFAULT_MAX_TRACES,
+        shaper: Shaper | None = None,
     ) -> None:
         if max_traces < 1:
             raise ValueError(f"max_traces must be at least 1, not {max_traces}")
@@ -126,6 +135,8 @@ class Receiver:
         self._listing_names: list[tuple[str, ...]] = []
         self._spans = _SpanFilter(self._log_size())
         self._log_failed = False  # a write was refused once: offsets past it are not exact
+        self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
+        self.index = open_index(self.log.path) if self.log is not None else Index(None)
 
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Decoded:
@@ -161,6 +172,8 @@ class Receiver:
             self._spans.begin(base)
             touched: dict[str, list[int]] = {}  # trace -> [first byte, end] of its records here
             refused = False
+            indexed: list[tuple[Any, int | None, int | None]] = []
+            blobs: dict[str, tuple[int, int]] = {}
             for sp in spans:
                 tid = sp.trace_id
                 live = self._live.get(tid)
@@ -168,6 +181,7 @@ class Receiver:
                     live = self._live[tid] = _Live()
                 self._spans.add(sp.span_id)
                 first = pos
+                span_at = None
                 for rec in to_records(sp):
                     if event_log is not None:
                         line = encode(rec)
@@ -175,10 +189,15 @@ class Receiver:
                         if not event_log.write(line):
                             refused = True
                         log_time += time.perf_counter() - a
+                        if type(rec) is Blob:
+                            blobs[rec.hash] = (pos, len(line))
+                        elif span_at is None:
+                            span_at = pos
                         pos += len(line)
                     a = time.perf_counter()
                     self._apply(rec, live)
                     fold += time.perf_counter() - a
+                indexed.append((sp, span_at, pos - span_at if span_at is not None else None))
                 here = touched.get(tid)
                 if here is None:
                     touched[tid] = [first, pos]
@@ -197,6 +216,10 @@ class Receiver:
                 self._live.move_to_end(tid)
             self._bring_back_locked(touched, mark)
             self._evict_locked()
+            if refused or (event_log is not None and self._log_size() != pos):  # offsets not exact: keep none
+                indexed = [(sp, None, None) for sp, _, _ in indexed]
+                blobs = {}
+            self.index.add(indexed, blobs)
         self.stats.add(
             requests=1,
             spans=len(spans),
@@ -234,9 +257,11 @@ class Receiver:
         return header is not None and hmac.compare_digest(header.encode(), expected.encode())
 
     def close(self) -> None:
-        if self.log is not None:
-            with self.projection.lock:
+        with self.projection.lock:
+            if self.log is not None:
                 self.log.close()
+                self.index.mark_complete(self._log_size())
+            self.index.close()
 
     def _log_size(self) -> int:
         if self.log is None:
@@ -554,6 +579,36 @@ class Receiver:
             return scratch.tree(span_id, render_range=render_range)
         raise KeyError(f"unknown span {span_id!r}")
 
+    def span_tree_as_seen(self, span_id: str, *, render_range: int | None = None) -> str:
+        """The tree as span ``span_id`` saw it when it started: its tree's records folded up to
+        that moment (:mod:`callctx.projection.asof`), read from the log by their byte ranges."""
+        if self.log is None:
+            raise KeyError("the tree as a span saw it is folded from the event log; this receiver keeps none")
+        proj = self.projection
+        with proj.lock:
+            n = proj.nodes.get(span_id)
+            if n is not None:
+                key = _tree_key(n) or _host_key(n)
+                members = {n.trace_id}
+                tree = proj.trees.get(key) if key is not None else None
+                if tree is not None:
+                    members.update(c.trace_id for c in _calls_in(tree))
+                ranges = [tuple(r) for tid in members if tid in self._live for r in self._live[tid].ranges]
+            else:
+                ranges, members = [], set()
+        if n is None:
+            entry = self._evicted_entry_of(span_id)
+            if entry is None or entry is _AGAIN:
+                if entry is _AGAIN:
+                    return self.span_tree_as_seen(span_id, render_range=render_range)
+                raise KeyError(f"unknown span {span_id!r}")
+            ranges, members = list(entry.ranges), set(entry.members)
+        records = [
+            r for r in self._records(sorted(ranges), members)
+            if type(r) in (SpanStarted, SpanEnded, Collapsed) and r.trace_id in members  # type: ignore[union-attr]
+        ]  # fmt: skip
+        return tree_as_seen_by(records, span_id, render_range=render_range)
+
     def _evicted_entry_of(self, span_id: str) -> Any:
         """The index entry of an evicted span's tree: the Bloom filters name the stretches of
         log that may hold it, a scan finds its record and so its trace. ``_AGAIN``: it came back
@@ -619,20 +674,81 @@ class Receiver:
                 "traces_evicted": evicted, "spans_in_memory": nodes}  # fmt: skip
 
     def calls(self) -> tuple[list[ModelCall], dict[str, str]]:
-        """The model calls received so far, and the texts they were built from."""
+        """Every model call received so far and the texts they were built from, read from the
+        log (the read API pages through the index instead)."""
         if self.log is None:
             return [], {}
         return read_calls(self.log.path)
 
     def context(self, n: int) -> dict[str, Any]:
-        """Call ``n`` rebuilt from the texts received; ``KeyError`` when it cannot be."""
-        calls, blobs = self.calls()
-        if not 1 <= n <= len(calls):
-            raise KeyError(f"call {n} is out of range (1 to {len(calls)})")
+        """Call ``n``: our own rebuilt from the texts received and verified; another
+        instrumentation's reconstructed from its span. ``KeyError`` when it cannot be."""
+        row = self.index.call(n)
+        if row is None:
+            raise KeyError(f"call {n} is out of range (1 to {self.index.count_calls()})")
+        if self.log is None or row["log_offset"] is None:
+            raise KeyError(f"call {n}: its records are not in a log this receiver can read")
+        records = [r for r in _read_range(self.log.path, row["log_offset"], row["log_length"])]
+        start = next((r for r in records if type(r) is SpanStarted), None)
+        end = next((r for r in records if type(r) is SpanEnded), None)
+        if start is None:
+            raise KeyError(f"call {n}: its records could not be read back from the log")
+        attrs = {**start.attributes, **(end.attributes if end is not None else {})}
+        manifest_text = start.attributes.get(s_CONTEXT)
+        if not isinstance(manifest_text, str):
+            rec = messages_of(attrs)
+            return {"index": n, "reconstructed": True, "verified": False, "function": row["function"],
+                    "model": row["model"], "usage": row["usage"], **msgspec.to_builtins(rec)}  # fmt: skip
         try:
-            return as_json(rebuild(calls[n - 1], blobs))
+            hashes = manifest_decode(manifest_text).text_hashes()
+        except ManifestError as e:
+            raise KeyError(f"call {n}: {e}") from None
+        texts: dict[str, str] = {}
+        for h, (offset, length) in self.index.blob_ranges(hashes).items():
+            for r in _read_range(self.log.path, offset, length):
+                if type(r) is Blob and r.hash == h:
+                    texts[h] = r.text
+        call = ModelCall(index=n, trace_id=start.trace_id, span_id=start.span_id, parent_id=start.parent_id,
+                         start_ns=start.start_ns, manifest=manifest_text)  # fmt: skip
+        try:
+            return {"index": n, "reconstructed": False, **as_json(rebuild(call, texts))}
         except Unrebuildable as e:  # texts that never arrived, or arrived altered
             raise KeyError(str(e)) from None
+
+
+def _read_range(path: str | os.PathLike[str], offset: int, length: int) -> list[Record]:
+    """The records in ``length`` bytes of the log from ``offset``."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    out = []
+    for line in data.splitlines():
+        if line.strip():
+            try:
+                out.append(decode(line))
+            except _DECODE_ERRORS:
+                continue
+    return out
+
+
+def open_index(log_path: str | os.PathLike[str]) -> Index:
+    """The index beside a receiver's log: reused when it covers the whole log, else rebuilt
+    from the log (the log is the source of truth)."""
+    path = f"{os.fspath(log_path)}.index.sqlite"
+    size = os.stat(log_path).st_size if os.path.exists(log_path) else 0
+    if os.path.exists(path):
+        index = Index(path)
+        if index.complete_at() == size:
+            index.mark_complete(None)  # in use: not complete until closed again
+            return index
+        index.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path + suffix)
+    index = Index(path)
+    if size:
+        index.rebuild(log_path)
+    return index
 
 
 _AGAIN = object()

@@ -1,0 +1,400 @@
+"""What the read API lists, kept as spans arrive: every model call and every trace, with the
+facts a team filters by (service, session, time, function, model, status) and their token
+usage, in SQLite beside the receiver's log (in memory without a log). Requests page through
+it; nothing re-reads the log to list. A call's context is read from the log by the byte range
+of its records, which the index keeps.
+
+Threading: one connection, used under the index's own lock. Errors: SQLite errors propagate
+(the transports answer 500 for a read, 503 for ingest).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from callctx.projection import schema as s
+from callctx.projection.dialects import classify, conversation, function_name
+from callctx.projection.llm import model_of, provider_of, usage_of
+from callctx.projection.spans import SpanData
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS spans (
+    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL,
+    function TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, status TEXT, service TEXT, session TEXT
+);
+CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id);
+CREATE TABLE IF NOT EXISTS calls (
+    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER NOT NULL,
+    end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT, model TEXT, provider TEXT,
+    function TEXT, call_path TEXT, resolved INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL,
+    input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER,
+    log_offset INTEGER, log_length INTEGER
+);
+CREATE INDEX IF NOT EXISTS calls_order ON calls(start_ns, span_id);
+CREATE INDEX IF NOT EXISTS calls_trace ON calls(trace_id);
+CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, log_offset INTEGER NOT NULL, log_length INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
+CREATE INDEX IF NOT EXISTS spans_function ON spans(function) WHERE kind = 'agentic';
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY, session TEXT, first INTEGER, last INTEGER, spans INTEGER, errors INTEGER,
+    running INTEGER, services TEXT, calls INTEGER, input INTEGER, output INTEGER, cache_read INTEGER,
+    cache_write INTEGER, models TEXT
+);
+"""
+
+_COLUMNS = (
+    "span_id, trace_id, parent_id, start_ns, end_ns, status, error, service, session, model, provider, "
+    "function, call_path, ours, input, output, cache_read, cache_write, log_offset, log_length"
+)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """What a listing keeps (every field optional; times in ns since the epoch)."""
+
+    service: str | None = None
+    session: str | None = None
+    since_ns: int | None = None
+    until_ns: int | None = None
+    function: str | None = None
+    model: str | None = None
+    status: str | None = None  # ok | error | running
+
+
+class Index:
+    """Model calls and traces, indexed as spans arrive."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self._db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False)
+        self._db.executescript(_SCHEMA)
+        self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
+        self._db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is rebuilt from it
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def complete_at(self) -> int | None:
+        """The log size the index was closed at (None: not closed cleanly, or never)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'complete_at'").fetchone()
+        return row[0] if row else None
+
+    def mark_complete(self, log_size: int | None) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM meta WHERE key = 'complete_at'")
+            if log_size is not None and log_size >= 0:
+                self._db.execute("INSERT INTO meta VALUES ('complete_at', ?)", (log_size,))
+
+    def rebuild(self, log_path: str | os.PathLike[str]) -> None:
+        """Index a whole receiver log (each span's start and end records sit together there)."""
+        from callctx.projection.events import Blob, SpanEnded, SpanStarted, decode
+
+        starts: dict[str, tuple[SpanStarted, int]] = {}
+        batch: list[tuple[SpanData, int | None, int | None]] = []
+        blobs: dict[str, tuple[int, int]] = {}
+        offset = 0
+        with open(log_path, "rb") as f:
+            for line in f:
+                at, offset = offset, offset + len(line)
+                if not line.endswith(b"\n"):
+                    break  # a torn last record
+                try:
+                    rec = decode(line)
+                except ValueError:
+                    continue
+                t = type(rec)
+                if t is Blob:
+                    blobs[rec.hash] = (at, len(line))
+                elif t is SpanStarted:
+                    starts[rec.span_id] = (rec, at)
+                elif t is SpanEnded and rec.span_id in starts:
+                    st, first = starts.pop(rec.span_id)
+                    batch.append((_span(st, rec), first, offset - first))
+                if len(batch) >= 5000:
+                    self.add(batch, blobs)
+                    batch, blobs = [], {}
+        batch.extend((_span(st, None), first, None) for st, first in starts.values())  # never ended
+        self.add(batch, blobs)
+
+    # ---- feeding ------------------------------------------------------------------------------
+    def add(
+        self, spans: Iterable[tuple[SpanData, int | None, int | None]], blobs: Mapping[str, tuple[int, int]]
+    ) -> None:
+        """Index one request's spans, each with the byte offset and length of its records in
+        the log (None without a log), and the texts it carried by hash -> (offset, length)."""
+        span_rows = []
+        call_rows = []
+        for sp, offset, length in spans:
+            a = sp.attributes
+            kind = classify(sp.name, a)
+            session = conversation(a)
+            span_rows.append(
+                (sp.span_id, sp.trace_id, sp.parent_id, kind, function_name(sp.name, kind, a), sp.start_ns,
+                 sp.end_ns, sp.status, sp.service, session)
+            )  # fmt: skip
+            if kind != "llm":
+                continue
+            usage = usage_of(a)
+            ours = isinstance(a.get(s.CONTEXT), str)
+            call_rows.append(
+                (sp.span_id, sp.trace_id, sp.parent_id, sp.start_ns, sp.end_ns,
+                 "error" if sp.status == "error" else "ok", sp.error, sp.service, session, model_of(a),
+                 provider_of(a), a.get(s.FUNCTION) if ours else None, a.get(s.CALL_PATH) if ours else None,
+                 int(ours), int(ours), usage.get("input"), usage.get("output"), usage.get("cache_read"),
+                 usage.get("cache_write"), offset, length)
+            )  # fmt: skip
+        with self._lock, self._db:
+            fresh = {r[0] for r in span_rows} - {
+                row[0]
+                for chunk in _chunks([r[0] for r in span_rows], 500)
+                for row in self._db.execute(
+                    f"SELECT span_id FROM spans WHERE span_id IN ({','.join('?' * len(chunk))})", chunk
+                )
+            }
+            self._db.executemany("INSERT OR IGNORE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?)", span_rows)
+            self._traces([r for r in span_rows if r[0] in fresh], [c for c in call_rows if c[0] in fresh])
+            self._db.executemany(
+                f"INSERT OR IGNORE INTO calls ({_COLUMNS.replace('ours', 'resolved, ours')}) "
+                f"VALUES ({','.join('?' * 21)})",
+                call_rows,
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO blobs VALUES (?,?,?)", [(h, o, n) for h, (o, n) in blobs.items()]
+            )
+            self._resolve()
+
+    def _traces(self, span_rows: list[tuple[Any, ...]], call_rows: list[tuple[Any, ...]]) -> None:
+        """Fold new spans and calls into their traces' totals."""
+        per: dict[str, dict[str, Any]] = {}
+        for _sid, tid, _parent, _kind, _fn, start, end, status, service, session in span_rows:
+            t = per.setdefault(tid, {"session": None, "first": start, "last": end or start, "spans": 0, "errors": 0,
+                                     "running": 0, "services": set(), "calls": 0, "usage": [0, 0, 0, 0],
+                                     "models": set()})  # fmt: skip
+            t["session"] = t["session"] or session
+            t["first"] = min(t["first"], start)
+            t["last"] = max(t["last"], end or start)
+            t["spans"] += 1
+            t["errors"] += status == "error"
+            t["running"] += end is None
+            if service:
+                t["services"].add(service)
+        for row in call_rows:
+            t = per[row[1]]
+            t["calls"] += 1
+            for i, v in enumerate(row[16:20]):
+                t["usage"][i] += v or 0
+            if row[9]:
+                t["models"].add(row[9])
+        for tid, t in per.items():
+            old = self._db.execute("SELECT services, models FROM traces WHERE trace_id = ?", (tid,)).fetchone()
+            services, models = t["services"], t["models"]
+            if old is not None:
+                services |= set(filter(None, (old[0] or "").split(",")))
+                models |= set(filter(None, (old[1] or "").split(",")))
+            self._db.execute(
+                "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
+                "session = coalesce(session, excluded.session), first = min(first, excluded.first), "
+                "last = max(last, excluded.last), spans = spans + excluded.spans, errors = errors + excluded.errors, "
+                "running = running + excluded.running, services = excluded.services, calls = calls + excluded.calls, "
+                "input = input + excluded.input, output = output + excluded.output, "
+                "cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write, "
+                "models = excluded.models",
+                (tid, t["session"], t["first"], t["last"], t["spans"], t["errors"], t["running"],
+                 ",".join(sorted(services)), t["calls"], *t["usage"], ",".join(sorted(models))),
+            )  # fmt: skip
+
+    def _resolve(self) -> None:
+        """Name the function and call path of foreign calls whose ancestors have arrived (the
+        nearest agentic ancestor; plain spans are transparent). A call whose chain ends at a
+        span that has not arrived yet is tried again after the next request."""
+        pending = self._db.execute("SELECT span_id, parent_id FROM calls WHERE resolved = 0").fetchall()
+        for span_id, parent_id in pending:
+            chain: list[str] = []
+            complete = True
+            seen: set[str] = set()
+            sid = parent_id
+            while sid is not None and sid not in seen and len(seen) < 1000:
+                seen.add(sid)
+                row = self._db.execute(
+                    "SELECT parent_id, kind, function FROM spans WHERE span_id = ?", (sid,)
+                ).fetchone()
+                if row is None:
+                    complete = False
+                    break
+                if row[1] == "agentic":
+                    chain.append(row[2])
+                sid = row[0]
+            self._db.execute(
+                "UPDATE calls SET function = ?, call_path = ?, resolved = ? WHERE span_id = ?",
+                (chain[0] if chain else None, " → ".join(reversed(chain)) or None, int(complete), span_id),
+            )
+
+    # ---- reading ------------------------------------------------------------------------------
+    @staticmethod
+    def _where(f: Filter, table: str) -> tuple[str, list[Any]]:
+        sql, args = ["1=1"], []
+        for column, value in (("service", f.service), ("session", f.session), ("model", f.model)):
+            if value is not None and (table == "calls" or column != "model"):
+                sql.append(f"{column} = ?")
+                args.append(value)
+        if f.since_ns is not None:
+            sql.append("start_ns >= ?")
+            args.append(f.since_ns)
+        if f.until_ns is not None:
+            sql.append("start_ns < ?")
+            args.append(f.until_ns)
+        if table == "calls":
+            if f.function is not None:
+                sql.append("function = ?")
+                args.append(f.function)
+            if f.status == "running":
+                sql.append("end_ns IS NULL")
+            elif f.status is not None:
+                sql.append("status = ?")
+                args.append(f.status)
+        return " AND ".join(sql), args
+
+    def calls(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
+        """(how many calls match, one page of them): numbered from 1 in start order over all
+        calls, whatever the filter."""
+        where, args = self._where(f, "calls")
+        with self._lock:
+            total = self._db.execute(f"SELECT count(*) FROM calls WHERE {where}", args).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT (SELECT count(*) FROM calls c2 WHERE (c2.start_ns, c2.span_id) <= (c.start_ns, c.span_id)), "
+                f"{_COLUMNS} FROM calls c WHERE {where} ORDER BY start_ns, span_id LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+        return total, [_call(r) for r in rows]
+
+    def call(self, n: int) -> dict[str, Any] | None:
+        """Call ``n`` (from 1, in start order), with where its records are in the log."""
+        if n < 1:
+            return None
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT ?, {_COLUMNS} FROM calls ORDER BY start_ns, span_id LIMIT 1 OFFSET ?", (n, n - 1)
+            ).fetchone()
+        return _call(row, internal=True) if row else None
+
+    def count_calls(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM calls").fetchone()[0]
+
+    def blob_ranges(self, hashes: Iterable[str]) -> dict[str, tuple[int, int]]:
+        wanted = list(hashes)
+        with self._lock:
+            rows = [
+                self._db.execute("SELECT hash, log_offset, log_length FROM blobs WHERE hash = ?", (h,)).fetchone()
+                for h in wanted
+            ]
+        return {r[0]: (r[1], r[2]) for r in rows if r}
+
+    def trees(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
+        """(how many trees match, one page): a tree is a session, or a trace outside any
+        session; each with its services, time span, span and call counts, status and token totals."""
+        where, args = ["1=1"], []
+        if f.session is not None:
+            where.append("session = ?")
+            args.append(f.session)
+        if f.since_ns is not None:
+            where.append("first >= ?")
+            args.append(f.since_ns)
+        if f.until_ns is not None:
+            where.append("first < ?")
+            args.append(f.until_ns)
+        if f.service is not None:
+            where.append("(',' || services || ',') LIKE ?")
+            args.append(f"%,{f.service},%")
+        if f.model is not None:
+            where.append("(',' || models || ',') LIKE ?")
+            args.append(f"%,{f.model},%")
+        if f.function is not None:
+            where.append("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)")
+            args.append(f.function)
+        group = (
+            "SELECT coalesce(session, trace_id) AS key, min(first), max(last), sum(spans), sum(errors), "
+            "sum(running), group_concat(services), sum(calls), sum(input), sum(output), sum(cache_read), "
+            f"sum(cache_write), group_concat(models) FROM traces WHERE {' AND '.join(where)} GROUP BY key"
+        )
+        status = {"error": " HAVING sum(errors) > 0", "running": " HAVING sum(running) > 0",
+                  "ok": " HAVING sum(errors) = 0 AND sum(running) = 0"}.get(f.status or "", "")  # fmt: skip
+        group += status
+        with self._lock:
+            total = self._db.execute(f"SELECT count(*) FROM ({group})", args).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT * FROM ({group}) ORDER BY 2, 1 LIMIT ? OFFSET ?", [*args, limit, offset]
+            ).fetchall()
+        out = []
+        for key, first, last, n, errors, running, services, calls, i, o, cr, cw, models in rows:
+            out.append(
+                {
+                    "id": key,
+                    "services": sorted(set(filter(None, (services or "").split(",")))),
+                    "start_ns": first,
+                    "end_ns": last,
+                    "spans": n,
+                    "status": "error" if errors else ("running" if running else "ok"),
+                    "calls": calls,
+                    "usage": _usage(i, o, cr, cw),
+                    "models": sorted(set(filter(None, (models or "").split(",")))),
+                }
+            )
+        return total, out
+
+
+def _span(start: Any, end: Any) -> SpanData:
+    """A span from its two records (``end`` None: it never ended)."""
+    return SpanData(
+        trace_id=start.trace_id,
+        span_id=start.span_id,
+        parent_id=start.parent_id,
+        name=start.name,
+        start_ns=start.start_ns,
+        end_ns=end.end_ns if end is not None else start.start_ns,
+        attributes={**start.attributes, **(end.attributes if end is not None else {})},
+        status=end.status if end is not None else "unset",
+        error=end.error if end is not None else None,
+        resource=start.resource,
+    )
+
+
+def _usage(i: int | None, o: int | None, cr: int | None, cw: int | None) -> dict[str, int]:
+    return {k: v for k, v in (("input", i), ("output", o), ("cache_read", cr), ("cache_write", cw)) if v}
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _call(row: tuple[Any, ...], *, internal: bool = False) -> dict[str, Any]:
+    (n, span_id, trace_id, parent_id, start, end, status, error, service, session, model, provider, function,
+     call_path, ours, i, o, cr, cw, offset, length) = row  # fmt: skip
+    out = {
+        "index": n,
+        "span_id": span_id,
+        "trace_id": trace_id,
+        "function": function,
+        "call_path": call_path,
+        "service": service,
+        "session": session,
+        "model": model,
+        "provider": provider,
+        "status": "running" if end is None else status,
+        "error": error,
+        "start_ns": start,
+        "latency_ms": (end - start) / 1e6 if end is not None else None,
+        "usage": _usage(i, o, cr, cw),
+        "reconstructed": not ours,
+    }
+    if internal:
+        out["log_offset"], out["log_length"], out["parent_id"] = offset, length, parent_id
+    return out
