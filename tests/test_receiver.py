@@ -103,7 +103,7 @@ def test_read_api(runtime, server):
     assert listing["total"] == len(calls) and not listing["calls"][0]["reconstructed"]
     page = json.loads(request(port, "GET", "/api/calls?function=check_novelty&limit=1")[1])
     assert page["total"] == 2 and len(page["calls"]) == 1 and page["next_offset"] == 1
-    assert page["calls"][0]["index"] == [c.index for c in calls if c.function == "check_novelty"][0]
+    assert page["calls"][0]["index"] == next(c.index for c in calls if c.function == "check_novelty")
     assert json.loads(request(port, "GET", "/api/calls?status=error")[1])["total"] == 0
     assert request(port, "GET", "/api/calls?status=maybe")[0] == 400
     status, body = request(port, "GET", "/api/calls/2/context")
