@@ -46,7 +46,8 @@ from .view import CallInfo, TreeView
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OUTPUT_LIMIT = 200
+DEFAULT_OUTPUT_LIMIT: int | None = None  # finished, unreleased io is kept whole (the seed keeps it)
+ERROR_LIMIT = 200  # an error is one line, cut to this many characters
 _EXPOSE = frozenset(s.EXPOSE_LEVELS)
 _EMPTY: dict[str, Any] = {}
 _json = msgspec.json.Decoder()
@@ -60,7 +61,7 @@ class Projection:
     ``apply_locked``.
     """
 
-    def __init__(self, *, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+    def __init__(self, *, output_limit: int | None = DEFAULT_OUTPUT_LIMIT) -> None:
         self.lock = threading.Lock()
         self.nodes: dict[str, Node] = {}
         self.trees: dict[str, Tree] = {}
@@ -90,7 +91,7 @@ class Projection:
         *,
         recover: bool = True,
         strict: bool = False,
-        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        output_limit: int | None = DEFAULT_OUTPUT_LIMIT,
     ) -> Projection:
         """Replay a log. With ``recover``, spans the log never saw end read as ``interrupted``."""
         proj = cls(output_limit=output_limit)
@@ -628,13 +629,13 @@ def _ended_node(listed_in: Node | Tree | None) -> bool:
     return type(listed_in) is Node and bool(listed_in.state & ENDED)
 
 
-def _one_line(text: str, limit: int = DEFAULT_OUTPUT_LIMIT) -> str:
+def _one_line(text: str, limit: int = ERROR_LIMIT) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "error"
     return _cut(line, limit)
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
         return text
     return text[:limit].rstrip() + " …"
 

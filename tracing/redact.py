@@ -244,7 +244,8 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("sendgrid", rf"SG\.{word_start(3)}{_TOKEN}{{16,}}\.{_TOKEN}{{16,}}", ("SG.",), word=True),
     SecretPattern("groq", rf"gsk_{word_start(4)}[A-Za-z0-9]{{40,}}", ("gsk_",), word=True),
     SecretPattern("xai", rf"xai-{word_start(4)}[A-Za-z0-9]{{40,}}", ("xai-",), word=True),
-    SecretPattern("jwt", rf"eyJ{word_start(3)}{_TOKEN}{{8,}}\.{_TOKEN}{{8,}}\.{_TOKEN}*", ("eyJ",), word=True),
+    # a JWT, or what is left of one cut short (its header alone, base64 of '{"', is enough)
+    SecretPattern("jwt", rf"eyJ{word_start(3)}{_TOKEN}{{8,}}(?:\.{_TOKEN}*){{0,2}}", ("eyJ",), word=True),
     # scheme://user:password@host: scheme, user and host stay
     SecretPattern(
         "url_password",

@@ -223,7 +223,7 @@ def setup(
     max_tool_rounds: int = 8,
     tree_budget: int | None = None,
     fsync: FsyncPolicy = "never",
-    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    output_limit: int | None = DEFAULT_OUTPUT_LIMIT,
     disable_plugins: Sequence[str] = (),
     exporters: Sequence[SpanExporter] = (),
 ) -> Runtime:
