@@ -136,19 +136,19 @@ class Index:
             kind = classify(sp.name, a)
             session = conversation(a)
             span_rows.append(
-                (sp.span_id, sp.trace_id, sp.parent_id, kind, function_name(sp.name, kind, a), sp.start_ns,
-                 sp.end_ns, sp.status, sp.service, session)
+                (sp.span_id, sp.trace_id, sp.parent_id, kind, function_name(sp.name, kind, a), _i64(sp.start_ns),
+                 _i64(sp.end_ns), sp.status, sp.service, session)
             )  # fmt: skip
             if kind != "llm":
                 continue
             usage = usage_of(a)
             ours = isinstance(a.get(s.CONTEXT), str)
             call_rows.append(
-                (sp.span_id, sp.trace_id, sp.parent_id, sp.start_ns, sp.end_ns,
+                (sp.span_id, sp.trace_id, sp.parent_id, _i64(sp.start_ns), _i64(sp.end_ns),
                  "error" if sp.status == "error" else "ok", sp.error, sp.service, session, model_of(a),
                  provider_of(a), a.get(s.FUNCTION) if ours else None, a.get(s.CALL_PATH) if ours else None,
-                 int(ours), int(ours), usage.get("input"), usage.get("output"), usage.get("cache_read"),
-                 usage.get("cache_write"), offset, length)
+                 int(ours), int(ours), *(_i64(usage.get(k)) for k in ("input", "output", "cache_read", "cache_write")),
+                 offset, length)
             )  # fmt: skip
         with self._lock, self._db:
             fresh = {r[0] for r in span_rows} - {
@@ -364,6 +364,14 @@ def _span(start: Any, end: Any) -> SpanData:
         error=end.error if end is not None else None,
         resource=start.resource,
     )
+
+
+_I64 = (1 << 63) - 1
+
+
+def _i64(value: int | None) -> int | None:
+    """A number SQLite can hold (OTLP times are unsigned 64-bit; hostile spans use the top bit)."""
+    return None if value is None else max(-_I64, min(int(value), _I64))
 
 
 def _usage(i: int | None, o: int | None, cr: int | None, cw: int | None) -> dict[str, int]:

@@ -41,6 +41,7 @@ import hmac
 import logging
 import os
 import re
+import sqlite3
 import struct
 import threading
 import time
@@ -219,7 +220,10 @@ class Receiver:
             if refused or (event_log is not None and self._log_size() != pos):  # offsets not exact: keep none
                 indexed = [(sp, None, None) for sp, _, _ in indexed]
                 blobs = {}
-            self.index.add(indexed, blobs)
+            try:
+                self.index.add(indexed, blobs)
+            except (sqlite3.Error, OverflowError, ValueError) as e:  # the log has them: only the listing lacks them
+                log.error("callctx: %d spans could not be indexed for the read API: %s", len(indexed), e)
         self.stats.add(
             requests=1,
             spans=len(spans),
