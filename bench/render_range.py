@@ -63,7 +63,7 @@ class Session:
     def render_next(self, i: int) -> str:
         """One more call starts, renders what it sees, and finishes."""
         call = self._start("step", self.root, i=i)
-        text = self.p.tree(call)
+        text = self.p.view(call).text
         self._end(call, f"result {i}")
         return text
 

@@ -71,6 +71,7 @@ class Projection:
         self.generation = 0  # bumped when every memo becomes stale
         self.rendered = False  # set by the first render: from then on changes bump revisions
         self._renderer = Renderer()
+        self.source: str | os.PathLike[str] | None = None  # the event log this projection is folded from
         self.events = 0
         self.damage: list[Damage] = []
         self._names: dict[str, str] = {}
@@ -95,6 +96,7 @@ class Projection:
     ) -> Projection:
         """Replay a log. With ``recover``, spans the log never saw end read as ``interrupted``."""
         proj = cls(output_limit=output_limit)
+        proj.source = path
         # Replay allocates millions of short-lived, cycle-free objects: the cyclic collector
         # would only rescan the growing state over and over, so it pauses until we are done.
         paused = gc.isenabled()
@@ -508,8 +510,62 @@ class Projection:
         out.reverse()
         return out
 
-    def tree(self, span_id: str, *, render_range: int | None = None) -> str:
-        return self.view(span_id, render_range=render_range).text
+    def tree(self, span_id: str, *, render_range: int | None = None, final: bool = False) -> str:
+        """The call tree (YAML) as the call ``span_id`` saw it when it started, folded from the
+        event log up to that moment (:meth:`as_seen_by`); ``final=True``: as it stands now
+        (:meth:`view`). A projection knows its log when it was replayed from one
+        (:meth:`from_log`) or fed by a runtime that writes one; without it, only the final tree
+        can be given, and asking for the other raises ``LookupError``."""
+        if final:
+            return self.view(span_id, render_range=render_range).text
+        if self.source is None:
+            raise LookupError(
+                "the tree as a span saw it is folded from the event log, and this projection has none; "
+                "pass final=True for the tree as it stands"
+            )
+        return Projection.as_seen_by(read_log(self.source), span_id).view(span_id, render_range=render_range).text
+
+    @classmethod
+    def as_seen_by(cls, records: Iterable[Any], span_id: str) -> Projection:
+        """A projection of ``records`` as they stood when ``span_id`` started; ``KeyError`` when
+        no record starts that span.
+
+        A log written in process is in time order, so "when S started" is "right after S's
+        start record". A log of received spans is not: a span arrives whole (its start and end
+        together, often after its children), so the moment is taken from the clocks. Both
+        reduce to one rule: a span counts as started if it started no later than S (by start
+        time, then span id); as ended if it ended no later than S started and is not S or one
+        of S's ancestors (they run while S runs). Collapses (no clock) count if the log wrote
+        them before S's start record."""
+        records = list(records)
+        starts: dict[str, SpanStarted] = {}
+        viewer_at = -1
+        for i, r in enumerate(records):
+            if type(r) is SpanStarted and r.span_id not in starts:
+                starts[r.span_id] = r
+                if r.span_id == span_id:
+                    viewer_at = i
+        viewer = starts.get(span_id)
+        if viewer is None:
+            raise KeyError(f"unknown span {span_id!r}")
+        moment = (viewer.start_ns, viewer.span_id)
+        running: set[str] = set()
+        sid: str | None = span_id
+        while sid is not None and sid in starts and sid not in running:
+            running.add(sid)
+            sid = starts[sid].parent_id
+        proj = cls()
+        for i, r in enumerate(records):
+            t = type(r)
+            if t is SpanStarted:
+                if (r.start_ns, r.span_id) <= moment:
+                    proj.apply_locked(r)
+            elif t is SpanEnded:
+                if r.span_id not in running and r.end_ns <= viewer.start_ns and r.span_id in starts:
+                    proj.apply_locked(r)
+            elif t is Collapsed and i < viewer_at:
+                proj.apply_locked(r)
+        return proj
 
     def view(self, span_id: str, *, render_range: int | None = None) -> TreeView:
         """The call tree (YAML) as the call ``span_id`` sees it; ``# you are here`` marks it.

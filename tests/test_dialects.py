@@ -107,7 +107,7 @@ def test_inputs_of_every_dialect_render_as_arguments():
     ):
         p = Projection()
         p.apply(SpanStarted(T, "0" * 15 + "1", None, "agent", 1, attrs))  # still running: its input shows
-        assert parse(p.tree("0" * 15 + "1"))[0]["input"] == {"topic": "paris"}, attrs
+        assert parse(p.view("0" * 15 + "1").text)[0]["input"] == {"topic": "paris"}, attrs
 
 
 def test_classification_and_sessions():

@@ -20,7 +20,8 @@ def cli(*args):
 
 def trees(path):
     p = Projection.from_log(path)
-    return {k: p.session_tree(k) for k in p.sessions()}, {sid: p.tree(sid) for sid, n in p.nodes.items() if n.holds}
+    views = {sid: p.view(sid).text for sid, n in p.nodes.items() if n.holds}
+    return {k: p.session_tree(k) for k in p.sessions()}, views
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ def all_views(p: Projection) -> dict[str, str]:
     views = {f"session:{k}": p.session_tree(k) for k in p.sessions()}
     for span_id, n in p.nodes.items():
         if n.holds:
-            views[span_id] = p.tree(span_id)
+            views[span_id] = p.view(span_id).text
     return views
 
 
@@ -198,9 +198,9 @@ def test_unended_spans_are_interrupted_after_recovery():
     events = [e for e in b.events if not (isinstance(e, SpanEnded) and e.span_id == b.events[0].span_id)]
     p = fold(events)
     viewer = events[0].span_id
-    assert "status: running" in p.tree(viewer)
+    assert "status: running" in p.view(viewer).text
     p.mark_recovered()
-    assert "status: interrupted" in p.tree(viewer)
+    assert "status: interrupted" in p.view(viewer).text
     assert "status: interrupted" in p.session_tree(p.sessions()[0])
 
 

@@ -15,6 +15,7 @@ import stat
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 from corpora.secrets import CARRIERS, IN_CONTEXT, SECRETS, leaked
@@ -72,7 +73,7 @@ def script(secrets):
 
 
 class Sink(BaseHTTPRequestHandler):
-    bodies: list[bytes] = []
+    bodies: ClassVar[list[bytes]] = []
     lock = threading.Lock()
 
     def do_POST(self):

@@ -78,14 +78,14 @@ def test_live_renders_with_memos_equal_fresh_folds(runtime):
     fresh.apply_all(events)
     for span_id, n in runtime.projection.nodes.items():
         if n.holds:
-            assert fresh.tree(span_id) == runtime.projection.tree(span_id)
+            assert fresh.view(span_id).text == runtime.projection.view(span_id).text
     # and the renders taken during the run were consistent with a fresh fold at that moment
     p = Projection()
     starts = {e.span_id: i for i, e in enumerate(events) if type(e).__name__ == "SpanStarted"}
     for span_id, text in renders[::7]:
         p = Projection()
         p.apply_all(events[: starts[span_id] + 1])
-        assert p.tree(span_id) == text
+        assert p.view(span_id).text == text
 
 
 def test_render_range_keeps_the_last_finished_calls(runtime):
@@ -97,5 +97,5 @@ def test_render_range_keeps_the_last_finished_calls(runtime):
     assert "# earlier calls not shown" in text
     assert root["children"][-1]["status"] == "running"
     # a viewer without a range sees them all
-    full = parse(runtime.projection.tree(span_id, render_range=10**9))[0]
+    full = parse(runtime.projection.view(span_id, render_range=10**9).text)[0]
     assert len(full["children"]) > 60

@@ -44,7 +44,7 @@ def request(port, method, path, body=b"", headers=None):
 
 def all_views(p: Projection) -> dict[str, str]:
     views = {f"session:{k}": p.session_tree(k) for k in p.sessions()}
-    views.update({sid: p.tree(sid) for sid, n in p.nodes.items() if n.holds})
+    views.update({sid: p.view(sid).text for sid, n in p.nodes.items() if n.holds})
     return views
 
 

@@ -14,7 +14,7 @@ from conftest import parse
 from callctx import agentic
 from callctx.demo import run
 from callctx.projection import Projection
-from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, decode
+from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, decode, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
         prefix = tmp_path / f"prefix-{i}.jsonl"
         prefix.write_bytes(data[:size])
         replayed = Projection.from_log(prefix, recover=False)
-        assert replayed.tree(m.span_id) == m.tree, m.function
+        assert replayed.view(m.span_id).text == m.tree, m.function
 
     # the whole run: every view of the finished run is identical
     full = Projection.from_log(log_path)
@@ -43,7 +43,7 @@ def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
         assert full.session_tree(key) == live.session_tree(key)
     for span_id, n in live.nodes.items():
         if n.holds:
-            assert full.tree(span_id) == live.tree(span_id)
+            assert full.view(span_id).text == live.view(span_id).text
 
 
 def test_log_write_failures_are_kept_and_retried_in_order(runtime, monkeypatch):
@@ -140,3 +140,53 @@ def test_sigkill_mid_run_leaves_a_replayable_log(tmp_path):
         assert children[-1]["status"] == "interrupted"
     else:
         assert "output" in children[-1]
+
+
+def test_the_tree_as_each_call_saw_it_when_it_started(runtime, tmp_path, capsys):
+    """Projection.tree(span) (and `callctx tree --span`) fold the log up to the span's start:
+    equal to what the live projection rendered at that moment, for every call, and the same
+    from a log of spans received whole and out of order."""
+    from callctx.cli import main
+    from callctx.projection.spans import from_log, records
+
+    seen = {}
+
+    @agentic
+    def leaf(i):
+        sid = runtime.current_span_id()
+        seen[sid] = runtime.projection.view(sid).text
+        return i
+
+    @agentic
+    def mid(n):
+        sid = runtime.current_span_id()
+        seen[sid] = runtime.projection.view(sid).text
+        return [leaf(i) for i in range(n)]
+
+    @agentic
+    def root():
+        sid = runtime.current_span_id()
+        seen[sid] = runtime.projection.view(sid).text
+        mid(2)
+        mid(3)
+        return "ok"
+
+    root()
+    runtime.close()
+    replayed = Projection.from_log(runtime.log_path)
+    received = tmp_path / "received.jsonl"
+    spans = sorted(from_log(runtime.log_path), key=lambda s: s.span_id)  # arrival order is not time order
+    received.write_bytes(b"".join(encode(r) for r in records(spans)))
+    shuffled = Projection.from_log(received)
+    for sid, text in seen.items():
+        assert runtime.projection.tree(sid) == text
+        assert replayed.tree(sid) == text
+        assert shuffled.tree(sid) == text
+        assert main(["tree", str(received), "--span", sid]) == 0
+        assert capsys.readouterr().out == text
+    last = list(seen)[-1]
+    assert replayed.tree(last, final=True) != seen[last]  # the final tree: everything has ended since
+    import pytest
+
+    with pytest.raises(LookupError, match="final=True"):
+        Projection().tree(last)

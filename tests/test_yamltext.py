@@ -118,7 +118,7 @@ def test_rendered_tree_parses_to_the_same_structure(name, inp, out, err):
             SpanStarted(t, "4" * 16, "1" * 16, "c", 6, child),
         ]
     )
-    tree = yaml.safe_load(p.tree("4" * 16))
+    tree = yaml.safe_load(p.view("4" * 16).text)
     first_line = (err or "E").strip().splitlines()[0] if (err or "E").strip() else "error"
     assert tree == [
         {

@@ -107,7 +107,7 @@ class Runtime:
         """
         span_id = self.current_span_id()
         if span_id is not None and span_id in self.projection.nodes:
-            return self.projection.tree(span_id, render_range=render_range)
+            return self.projection.view(span_id, render_range=render_range).text
         if self.session_id is not None and self.session_id in self.projection.trees:
             return self.projection.session_tree(self.session_id, render_range=render_range)
         return ""
@@ -251,6 +251,7 @@ def setup(
     path = log_path if log_path is not None else env.log_path
     event_log = EventLog(path, fsync=fsync) if path else None
     projection = Projection(output_limit=output_limit)
+    projection.source = path
     processor = ProjectionProcessor(projection, event_log)
 
     provider, owns = _provider(provider)

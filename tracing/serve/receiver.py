@@ -561,7 +561,7 @@ class Receiver:
                         self._rehydrate_locked(key)
             if live:
                 try:
-                    return proj.tree(span_id, render_range=render_range)
+                    return proj.view(span_id, render_range=render_range).text
                 except KeyError:
                     continue
             entry = self._evicted_entry_of(span_id)
@@ -580,7 +580,7 @@ class Receiver:
                         return self.session_tree(key, render_range=render_range)
                     except KeyError:
                         return ""  # no such tree anywhere: an empty one, as Projection.view renders
-            return scratch.tree(span_id, render_range=render_range)
+            return scratch.view(span_id, render_range=render_range).text
         raise KeyError(f"unknown span {span_id!r}")
 
     def span_tree_as_seen(self, span_id: str, *, render_range: int | None = None) -> str:
