@@ -26,6 +26,7 @@ import msgspec
 from . import schema as s
 from .dialects import classify, conversation, function_name, input_of, output_of
 from .events import Collapsed, Event, SpanEnded, SpanStarted
+from .llm import messages_of
 from .log import Damage, read_log
 from .node import (
     ENDED,
@@ -369,6 +370,9 @@ class Projection:
             text, mime = output_of(n.kind, end)
             if text is None and start:
                 text, mime = output_of(n.kind, start)
+            if text is None and n.kind == "llm":  # another instrumentation's model call: its output message
+                said = messages_of(start, end).output
+                text = "\n".join(m.text for m in said if m.text) or None
             if text is not None:
                 n.output = _cut(_display(text, mime), limit)
         if n.kind != "agentic":
