@@ -9,9 +9,9 @@ the assembly goes on.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -20,7 +20,8 @@ from opentelemetry import trace
 from . import tokens, turn
 from .component import BUILTIN, ContextComponent, Registry
 from .context import Context, Problem, Section, Segment, TreeText
-from .ctx import Ctx
+from .ctx import Ctx, Sealed
+from .sealed import lay_out
 from .tools import schemas
 
 log = logging.getLogger(__name__)
@@ -62,13 +63,19 @@ def _report(name: str, error: BaseException, problems: list[Problem], origin: st
 
 
 def _segment(
-    counter: tokens.TokenCounter, component: str, layer: str, section: Section, text: str | TreeText, cacheable: bool
+    counter: tokens.TokenCounter,
+    component: str,
+    layer: str,
+    section: Section,
+    text: str | TreeText,
+    cacheable: bool,
+    sealed: Sequence[Sealed] = (),
 ) -> Segment:
     if isinstance(text, TreeText):
         whole = text.text
         body = whole.strip("\n")
         chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == whole else [whole + SEPARATOR]
-        blocks, breakpoint_block = tree_blocks(text)
+        layout = lay_out(text, SEPARATOR, sealed)
         return Segment(
             component,
             layer,
@@ -76,38 +83,12 @@ def _segment(
             whole + SEPARATOR,
             counter.count_chunks(chunks),
             cacheable,
-            blocks=blocks,
-            breakpoint_block=breakpoint_block,
+            blocks=layout.blocks,
+            breakpoint_block=layout.breakpoint,
+            parent_block=layout.parent,
         )
     body = text.strip("\n") + SEPARATOR
     return Segment(component, layer, section, body, counter.count(body), cacheable)
-
-
-MAX_TREE_BLOCKS = 16  # Anthropic looks back 20 blocks from a breakpoint for an earlier entry
-
-
-def tree_blocks(tree: TreeText) -> tuple[list[str], int]:
-    """The tree split at its cuts, the oldest merged so there are at most ``MAX_TREE_BLOCKS``,
-    and the index of the block a cache breakpoint should close: the one ending where the
-    current call begins (everything before it, the next call will send again)."""
-    text = tree.text
-    here = tree.here
-    cuts = [c for c in tree.cuts if 0 < c < len(text)]
-    if here is not None and 0 < here < len(text) and here not in cuts:
-        cuts = sorted({*cuts, here})
-    if len(cuts) >= MAX_TREE_BLOCKS:
-        keep = MAX_TREE_BLOCKS - 1
-        if here in cuts:  # keep the cuts around the current call
-            i = cuts.index(here)
-            lo = max(0, min(i - keep + 2, len(cuts) - keep))
-            cuts = cuts[lo : lo + keep]
-        else:
-            cuts = cuts[-keep:]
-    edges = [0, *cuts, len(text)]
-    blocks = [text[a:b] for a, b in itertools.pairwise(edges)]
-    blocks[-1] += SEPARATOR
-    closed = edges.index(here) - 1 if here is not None and here in edges[1:-1] else len(blocks) - 1
-    return blocks, closed
 
 
 def _mark_breakpoint(segments: list[Segment], start: int) -> None:
@@ -143,7 +124,8 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
         _report("tools", e, problems, BUILTIN)
     if tool_schemas:
         text = json.dumps(tool_schemas, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        segments.append(Segment("tools", "L0", "tools", text, counter.count(text), True, breakpoint=True))
+        # no breakpoint of its own: the tools open the prefix the first system breakpoint closes
+        segments.append(Segment("tools", "L0", "tools", text, counter.count(text), True))
 
     start = len(segments)
     for c in registry.layer("L0"):
@@ -167,7 +149,7 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
     for c in history:
         text = _run(c, ctx, registry, problems)
         if text is not None:
-            segments.append(_segment(counter, c.name, "L1", "tree", text, c.cacheable))
+            segments.append(_segment(counter, c.name, "L1", "tree", text, c.cacheable, ctx.sealed))
     _mark_breakpoint(segments, start)
 
     # The turn: its fixed blocks, with any L2-registered components slotted in by order.

@@ -181,7 +181,9 @@ def request_of(
 ) -> Request:
     """A request as content blocks, in the order of the context's segments (as the Anthropic
     wire lays them out: tools, system stretches closed by breakpoints, the tree's blocks, the
-    turn, then the tool loop); everything from the first turn segment on is the turn."""
+    turn, then the tool loop, its last block marked); everything from the first turn segment
+    on is the turn."""
+    exchanges = list(exchanges)
     tok = tokenize or Tokenizer(context.encoding)
     out: list[Block] = []
     pending: list[str] = []  # consecutive system or turn texts, sent as one block
@@ -197,8 +199,9 @@ def request_of(
             flush()
             if s.section == "tree":
                 mark = s.breakpoint_block if s.breakpoint_block is not None else len(s.blocks or [s.text]) - 1
+                marks = {mark} if exchanges or s.parent_block is None else {mark, s.parent_block}
                 out.extend(
-                    Block(tok(p), s.breakpoint and i == mark, in_turn) for i, p in enumerate(s.blocks or [s.text])
+                    Block(tok(p), s.breakpoint and i in marks, in_turn) for i, p in enumerate(s.blocks or [s.text])
                 )
             else:
                 out.append(Block(tok(s.text), s.breakpoint, in_turn))
@@ -210,7 +213,7 @@ def request_of(
         if s.breakpoint:
             flush(cache=True)
     flush()
-    out.extend(Block(tok(_exchange_text(e)), False, True) for e in exchanges)
+    out.extend(Block(tok(_exchange_text(e)), i == len(exchanges) - 1, True) for i, e in enumerate(exchanges))
     return Request(tuple(out), time_s, label)
 
 

@@ -28,6 +28,7 @@ class Segment(msgspec.Struct, frozen=True):
     breakpoint: bool = False  # a cache breakpoint follows this segment
     blocks: list[str] | None = None  # the text split where a prompt cache may split it (call tree)
     breakpoint_block: int | None = None  # which block the breakpoint closes (the last one the next call repeats)
+    parent_block: int | None = None  # a second breakpoint: the block that ends where the call's parent begins
 
 
 class TreeText(msgspec.Struct, frozen=True):
@@ -42,6 +43,7 @@ class TreeText(msgspec.Struct, frozen=True):
     chunks: list[str]
     cuts: list[int]
     here: int | None = None
+    parent: int | None = None  # where the current call's parent's lines begin
 
     @property
     def text(self) -> str:

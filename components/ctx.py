@@ -78,6 +78,14 @@ class Attachment(msgspec.Struct, frozen=True):
     data: bytes | None = None
 
 
+class Sealed(msgspec.Struct, frozen=True):
+    """The call-tree blocks one call sent, and the index of the block its cache breakpoint
+    closed: what later calls of the session send again, byte for byte (``components.sealed``)."""
+
+    blocks: tuple[str, ...]
+    breakpoint: int
+
+
 class Turn(msgspec.Struct, frozen=True):
     """The turn inputs: what changes on every call and is never cached.
 
@@ -124,6 +132,7 @@ class Ctx:
     environment: Environment | None = None
     clock: Callable[[], datetime] = _now
     call_tree: TreeView | None = None
+    sealed: tuple[Sealed, ...] = ()  # the tree blocks earlier calls of this session sent (see sealed.py)
     turn: Turn = field(default_factory=Turn)
 
     def replace(self, **changes: Any) -> Ctx:

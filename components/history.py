@@ -21,7 +21,8 @@ def call_tree(ctx: Ctx) -> TreeText | None:
         return None
     # A cut at the very start would only split off the opening tag: not worth a block.
     here = len(OPEN) + view.here if view.here else None
-    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts if c > 0], here)
+    parent = len(OPEN) + view.parent if view.parent else None
+    return TreeText([OPEN, *view.chunks, CLOSE], [len(OPEN) + c for c in view.cuts if c > 0], here, parent)
 
 
 COMPONENTS = [

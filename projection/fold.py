@@ -582,8 +582,8 @@ class Projection:
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
-                chunks, cuts, here = self._render(self._host(self.nodes[span_id]), None, render_range)
-                return TreeView("".join(chunks), chunks, cuts, [], here)
+                chunks, cuts, here, parent = self._render(self._host(self.nodes[span_id]), None, render_range)
+                return TreeView("".join(chunks), chunks, cuts, [], here, parent)
             top: Node | Tree = viewer
             while type(top) is Node:
                 if render_range is None:  # the nearest range declared on the chain applies
@@ -591,8 +591,8 @@ class Projection:
                     if isinstance(rr, int) and rr >= 0:
                         render_range = rr
                 top = top.listed_in
-            chunks, cuts, here = self._render(top, viewer, render_range)
-            return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here)
+            chunks, cuts, here, parent = self._render(top, viewer, render_range)
+            return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here, parent)
 
     def plan_collapse(self, span_id: str, target: int, count: Callable[[str], int]) -> list[Collapsed]:
         """What to collapse so the tree ``span_id`` sees fits in ``target`` tokens: the oldest

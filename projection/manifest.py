@@ -22,10 +22,10 @@ class Params(msgspec.Struct, frozen=True, omit_defaults=True):
     temperature: float | None = None
 
 
-class RecordedSegment(msgspec.Struct, frozen=True, array_like=True):
+class RecordedSegment(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     """One segment of the context: who made it, where it sits, its text's hash, its tokens and
-    cache flags, and (for text the wire splits into blocks) the block cuts and the index of the
-    block the cache breakpoint closes."""
+    cache flags, and (for text the wire splits into blocks) the block cuts, the index of the
+    block the cache breakpoint closes and of the one a second breakpoint closes."""
 
     component: str
     layer: str
@@ -36,6 +36,7 @@ class RecordedSegment(msgspec.Struct, frozen=True, array_like=True):
     breakpoint: bool
     cuts: list[int] | None
     breakpoint_block: int | None
+    parent_block: int | None = None
 
 
 class RecordedMedia(msgspec.Struct, frozen=True, array_like=True):

@@ -30,8 +30,8 @@ MAX_DEPTH = 100
 HERE = "  # you are here"
 _json = msgspec.json.Decoder()
 
-Rendered = tuple[list[str], list[int], int | None]
-"""(chunks, cuts, here): see :meth:`Renderer.render`."""
+Rendered = tuple[list[str], list[int], int | None, int | None]
+"""(chunks, cuts, here, parent): see :meth:`Renderer.render`."""
 
 
 class Renderer:
@@ -60,7 +60,8 @@ class Renderer:
         chunks, the same string objects from one render to the next), the offsets where each
         item of the lists along the viewer's path begins (its ancestors, their finished
         siblings, the viewer: the boundaries at which the next call's text can still agree with
-        this one's), and the offset where the viewer's own lines begin. ``recovered``: spans
+        this one's), the offset where the viewer's own lines begin, and where its parent's begin
+        (None when the viewer is a top call). ``recovered``: spans
         that never ended read as interrupted; ``generation``: bumped when every memo is stale.
         """
         chain: set[Node] = set()
@@ -77,13 +78,17 @@ class Renderer:
             starts.append(starts[-1] + len(chunk))
         cuts = sorted({starts[i] for i in r.item_starts})
         here = starts[r.here] if r.here is not None else None
-        return out, cuts, here
+        parent = starts[r.parent_at] if r.parent_at is not None else None
+        return out, cuts, here, parent
 
 
 class _Pass:
     """One rendering: the viewer's chain, and where list items and the viewer begin."""
 
-    __slots__ = ("chain", "gen", "here", "item_starts", "memo", "recovered", "render_range", "top_collapsed", "viewer")
+    __slots__ = (
+        "chain", "gen", "here", "item_starts", "memo", "parent_at", "recovered", "render_range", "top_collapsed",
+        "viewer",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -102,6 +107,7 @@ class _Pass:
         self.gen = generation
         self.item_starts: list[int] = []  # chunk index where each item of a list on the path begins
         self.here: int | None = None  # chunk index where the viewer begins
+        self.parent_at: int | None = None  # chunk index where the viewer's parent begins
         self.top_collapsed: Collapse | None = None
 
     # -- lists ------------------------------------------------------------------------------
@@ -204,6 +210,8 @@ class _Pass:
         if n in self.chain:
             if n is self.viewer:
                 self.here = len(out)
+            elif self.viewer is not None and n is self.viewer.listed_in:
+                self.parent_at = len(out)
             self.build(n, indent, depth, mode, out)
             return
         key = (n.revision, mode, indent, self.gen)

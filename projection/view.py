@@ -34,3 +34,4 @@ class TreeView(msgspec.Struct, frozen=True):
     cuts: list[int]
     chain: list[CallInfo]
     here: int | None = None
+    parent: int | None = None  # the offset of the viewer's parent's lines (None for a top call)

@@ -106,8 +106,8 @@ def test_layout_sections_and_breakpoints():
     sections = [s.section for s in c.segments]
     assert sections == sorted(sections, key=["tools", "system", "tree", "turn"].index)
     marks = [(s.component, s.layer) for s in c.segments if s.breakpoint]
-    # after the tools, after the last first-layer block, after the project part
-    assert marks == [("tools", "L0"), ("environment", "L0"), ("current_date", "L1")]
+    # after the last first-layer block (the tools come before it), after the project part
+    assert marks == [("environment", "L0"), ("current_date", "L1")]
     assert all(not s.cacheable and not s.breakpoint for s in c.section("turn"))
 
 

@@ -102,6 +102,7 @@ def test_step1_situation_and_tree(runtime, tmp_path):
     assert "status: running  # you are here" in tree.text
     assert "".join(tree.blocks) == tree.text
     assert tree.blocks[-1].lstrip().startswith("- function: _lit_decide")
-    # the layout: tools, system (first layer, project part), tree, turn; four breakpoints
-    assert [s.component for s in c.segments if s.breakpoint] == ["tools", "environment", "current_date", "call_tree"]
+    # the layout: tools, system (first layer, project part), tree, turn; breakpoints closing the
+    # first layer (the tools before it too), the project part and the tree
+    assert [s.component for s in c.segments if s.breakpoint] == ["environment", "current_date", "call_tree"]
     assert re.search(r"\bL[012]\b", c.text) is None

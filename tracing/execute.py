@@ -20,7 +20,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from callctx.components import assemble, record, wire
 from callctx.components.context import Context
-from callctx.components.ctx import AgentInfo, Attachment, Turn
+from callctx.components.ctx import AgentInfo, Attachment, Sealed, Turn
 from callctx.components.doctext import first_paragraph
 from callctx.components.memory import prefetch
 from callctx.components.turn import for_view
@@ -84,6 +84,10 @@ class ExecHost(Protocol):
     def store_blobs(self, blobs: dict[str, str]) -> None: ...
 
     def texts_to_send(self, blobs: dict[str, str]) -> dict[str, str]: ...
+
+    def sealed(self, key: str) -> tuple[Sealed, ...]: ...
+
+    def seal(self, key: str, sent: Sealed) -> None: ...
 
     def notify(self, call: CallRecord) -> None: ...
 
@@ -167,15 +171,20 @@ def _run(
         turn = Turn(**turn_inputs)
     model = cfg.model
     base = cfg.base
+    session = base.session.session_id or _trace_hex()
     ctx = base.replace(
         agent=agent_info(agent, base.agent),
         provider=model.provider,
         model=model.params.model,
         tools=tuple(t.spec for t in tool_list),
         call_tree=view,
+        sealed=rt.sealed(session),
         turn=turn,
     )
     context = assemble(ctx, cfg.registry)
+    tree = context.segment("call_tree")
+    if tree is not None and tree.blocks and tree.breakpoint_block is not None:
+        rt.seal(session, Sealed(tuple(tree.blocks), tree.breakpoint_block))
     call_path = " → ".join(turn.call_path) if turn.call_path else None
 
     exchanges: list[Exchange] = []
@@ -304,6 +313,11 @@ def _chat(
     span.end()
     rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, reply))
     return reply
+
+
+def _trace_hex() -> str:
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x")
 
 
 def _hex(span: trace.Span) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,16 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from callctx.components import Registry, default_registry, tokens
-from callctx.components.ctx import AgentInfo, Attachment, Ctx, DeferredTool, SessionBinding, Skill, WorkspacePolicy
+from callctx.components.ctx import (
+    AgentInfo,
+    Attachment,
+    Ctx,
+    DeferredTool,
+    Sealed,
+    SessionBinding,
+    Skill,
+    WorkspacePolicy,
+)
 from callctx.components.environment import detect
 from callctx.components.memory_store import MemoryBackend
 from callctx.projection import Projection, TreeView
@@ -39,6 +49,8 @@ from .shaping import Shaper, ShapingExporter, ShapingProcessor
 log = logging.getLogger(__name__)
 
 COLLAPSE_TO = 0.6  # a collapse leaves the tree at this share of its budget
+SEALED_PER_SESSION = 8  # the tree blocks of this many recent calls per session are reused
+SEALED_SESSIONS = 256
 
 
 def _now() -> datetime:
@@ -74,6 +86,7 @@ class Runtime:
         self._sent: set[str] = set()
         self.send_texts = False  # attach recorded texts to chat spans (set when spans are exported)
         self._closed = False
+        self._sealed: OrderedDict[str, deque[Sealed]] = OrderedDict()  # per session: tree blocks sent
 
     # ---- the call tree ---------------------------------------------------------------------
     @property
@@ -159,6 +172,23 @@ class Runtime:
         with self._calls_lock:
             self._calls += 1
             return self._calls
+
+    def sealed(self, key: str) -> tuple[Sealed, ...]:
+        """The call-tree blocks the latest calls of session (or trace) ``key`` sent, newest first."""
+        with self._calls_lock:
+            kept = self._sealed.get(key)
+            return tuple(reversed(kept)) if kept else ()
+
+    def seal(self, key: str, sent: Sealed) -> None:
+        """Remember the tree blocks a call sent, so the next calls send them again as they were."""
+        with self._calls_lock:
+            kept = self._sealed.get(key)
+            if kept is None:
+                kept = self._sealed[key] = deque(maxlen=SEALED_PER_SESSION)
+                while len(self._sealed) > SEALED_SESSIONS:
+                    self._sealed.popitem(last=False)
+            self._sealed.move_to_end(key)
+            kept.append(sent)
 
     def texts_to_send(self, blobs: dict[str, str]) -> dict[str, str]:
         """The texts an exporter has not carried yet (each goes out once per process)."""

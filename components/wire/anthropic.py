@@ -2,9 +2,11 @@
 
 Anthropic caches only at content-block boundaries where an earlier request put a
 breakpoint, looking back at most 20 blocks, with at most 4 breakpoints per request, in the
-prefix order tools, system, messages. So: one marker on the last tool, one on each stable
-stretch of the system part, and one inside the call tree, on the last block the next call
-will repeat; the turn is never marked.
+prefix order tools, system, messages. So: one marker on each stable stretch of the system
+part (the first covers the tools too), one inside the call tree on the last block the next
+call will repeat, and one where it pays most: at the end of the tool exchange so far in a
+tool round, else on the block that ends where the current call's parent begins. The turn is
+never marked.
 """
 
 from __future__ import annotations
@@ -35,20 +37,19 @@ def build(context: Context, exchanges: list[Exchange], params: Params) -> dict[s
     if params.temperature is not None:
         body["temperature"] = params.temperature
 
-    tools_cached = any(s.section == "tools" and s.breakpoint for s in context.segments)
-    if context.tools:
-        tools = [
+    if context.tools:  # no marker of their own: the first system marker's prefix holds them
+        body["tools"] = [
             {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in context.tools
         ]
-        if tools_cached:
-            tools[-1]["cache_control"] = dict(EPHEMERAL)
-        body["tools"] = tools
 
     system = [_text(b.text, b.cache) for b in system_blocks(context)]
     if system:
         body["system"] = system
 
-    content = [_text(b.text, b.cache) for b in tree_blocks(context)]
+    # Four markers: the two system stretches, the tree where the current call begins, and either
+    # the end of the tool exchange so far (the next round sends all of it again) or, before any
+    # tool round, the tree where the call's parent begins (a call that moves up a level).
+    content = [_text(b.text, b.cache) for b in tree_blocks(context, parent=not exchanges)]
     turn = turn_text(context)
     if turn:
         content.append(_text(turn, False))
@@ -56,6 +57,8 @@ def build(context: Context, exchanges: list[Exchange], params: Params) -> dict[s
         content.append(_media(a.name, a.mime, a.data or b""))
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages.extend(_exchange(e) for e in exchanges)
+    if exchanges and messages[-1]["content"]:
+        messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
     body["messages"] = messages
     _cap_breakpoints(body)
     return body

@@ -29,15 +29,18 @@ def system_blocks(context: Context) -> list[Block]:
     return out
 
 
-def tree_blocks(context: Context) -> list[Block]:
-    """The call tree split where a cache can split it; the breakpoint goes on the last block
-    the next call will repeat unchanged: everything before the current call's own lines."""
+def tree_blocks(context: Context, *, parent: bool = True) -> list[Block]:
+    """The call tree as the blocks its layout chose (sealed blocks first: see ``sealed``); the
+    breakpoint goes on the block that ends where the current call begins (everything before
+    it, the next call sends again), and with ``parent`` a second one on the block that ends
+    where its parent begins (what a call that moves up a level sends again)."""
     segs: list[Segment] = [s for s in context.segments if s.section == "tree"]
     out: list[Block] = []
     for s in segs:
         parts = s.blocks or [s.text]
         mark = s.breakpoint_block if s.breakpoint_block is not None else len(parts) - 1
-        out.extend(Block(p, s.breakpoint and i == mark) for i, p in enumerate(parts))
+        marks = {mark, s.parent_block} if parent and s.parent_block is not None else {mark}
+        out.extend(Block(p, s.breakpoint and i in marks) for i, p in enumerate(parts))
     return out
 
 
