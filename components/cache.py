@@ -21,7 +21,9 @@ request already sent (no minimum, no expiry, token granularity).
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +36,8 @@ import yaml
 from . import tokens
 from .context import Context
 from .wire.exchange import AssistantTurn, Exchange, ToolResults, UserNote
+
+log = logging.getLogger(__name__)
 
 _MOD = (1 << 61) - 1
 _BASE = 1_000_003
@@ -49,6 +53,11 @@ def load_rules(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
     if not isinstance(rules, dict):
         raise ValueError("cache rules: expected a mapping of provider -> rules")
     return rules
+
+
+def known_model(value: Any, model: str) -> bool:
+    """Does a per-model rule name ``model`` (by prefix), rather than leave it to ``default``?"""
+    return not isinstance(value, Mapping) or any(k != "default" and model.startswith(k) for k in value)
 
 
 def by_model(value: Any, model: str) -> Any:
@@ -346,6 +355,15 @@ class Simulator:
         self.mode = r["mode"]
         self.ttl = float(by_model(r.get("ttl_seconds", 300), model))
         self.min_tokens = int(by_model(r.get("min_tokens", 1024), model))
+        self.warnings: list[str] = []
+        if not known_model(r.get("min_tokens", 1024), model):
+            strictest = max(int(v) for v in r["min_tokens"].values())
+            self.min_tokens = strictest
+            self.warnings.append(
+                f"{provider}: no cache rules for model {model or '(none)'!r}; using the strictest known minimum "
+                f"({strictest:,} tokens) and the default price"
+            )
+            log.warning("callctx: %s", self.warnings[-1])
         self.step = int(by_model(r.get("step_tokens", 1), model))
         self.lookback = int(by_model(r.get("lookback_blocks", 20), model))
         self.max_breakpoints = int(by_model(r.get("max_breakpoints", 4), model))
@@ -438,3 +456,37 @@ def simulate(
     key: Key | None = None,
 ) -> Report:
     return Simulator(provider, model, rules, key=key).run(requests)
+
+
+def explain(contexts: list[Context], block: Report, text: Report, min_tokens: int) -> list[str]:
+    """Why a share of the limit is zero or low, in a sentence each: every request under the
+    model's minimum, a named component moving inside the cached prefix, or the same text
+    sent in different blocks from one call to the next."""
+    if not contexts or (block.limit_share >= 0.8 and block.read):
+        return []
+    out = []
+    cacheable = [c.cacheable_tokens for c in contexts]
+    if max(cacheable) < min_tokens:
+        out.append(
+            f"every request is under the model's minimum cacheable prefix ({min_tokens:,} tokens): the longest "
+            f"stretch before a breakpoint was {max(cacheable):,} tokens; a longer system part or tree "
+            f"(`callctx demo --scale N`) gets real hits"
+        )
+    moved: dict[str, int] = {}
+    for a, b in itertools.pairwise(contexts):
+        before = {s.component: s.text for s in a.segments if s.section in ("tools", "system")}
+        for s in b.segments:
+            if s.section not in ("tools", "system"):
+                break
+            if s.component in before and before[s.component] != s.text:
+                moved[s.component] = moved.get(s.component, 0) + 1
+                break  # the first change invalidates everything after it
+    for name, n in sorted(moved.items(), key=lambda kv: -kv[1]):
+        if n > max(1, len(contexts) // 20):
+            out.append(f"component {name!r} changed inside the cached prefix in {n} of {len(contexts) - 1} calls")
+    if text.limit_share - block.limit_share > 0.2:
+        out.append(
+            f"the same text went out in different blocks from one call to the next: keyed by text the share of "
+            f"the limit would be {text.limit_share:.1%}, keyed by block it is {block.limit_share:.1%}"
+        )
+    return out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from callctx.components import cache
 from callctx.components.cache import Block, Request, Simulator, by_model, load_rules
 
 
@@ -74,11 +77,21 @@ def test_anthropic_breakpoint_cap_and_costs():
 
 
 # ---- OpenAI ---------------------------------------------------------------------------------
+# The mechanics below run on a fixed table (the provider table changes with the providers).
+MECHANICS = {
+    "openai": {"mode": "prefix", "min_tokens": 1024, "step_tokens": 128, "ttl_seconds": 600,
+               "write_multiplier": 1.0, "read_multiplier": 0.25, "price_per_mtok": 2.0},
+    "gemini": {"mode": "prefix", "min_tokens": {"gemini-2.5-pro": 4096, "gemini-2.5-flash": 1024, "default": 2048},
+               "step_tokens": 1, "ttl_seconds": 300, "write_multiplier": 1.0, "read_multiplier": 0.25,
+               "price_per_mtok": 0.3},
+}  # fmt: skip
+
+
 def test_openai_prefix_from_1024_in_128_steps():
     a = blocks(2000)
     b = blocks(1500, 500, start=0)  # the first 1,500 tokens equal a's
     b = (Block(a[0].tokens[:1500]), Block(tuple(range(10**6, 10**6 + 500))))
-    sim = Simulator("openai", "gpt-4.1")
+    sim = Simulator("openai", "gpt-4.1", MECHANICS)
     sim.step_one(req(a))
     r = sim.step_one(req(b, 1))
     assert r.read == 1408  # 1,024 + 3 x 128 <= 1,500 < 1,536
@@ -90,7 +103,7 @@ def test_openai_prefix_from_1024_in_128_steps():
 
 def test_openai_ttl():
     a = blocks(3000)
-    sim = Simulator("openai", "gpt-4.1")
+    sim = Simulator("openai", "gpt-4.1", MECHANICS)
     sim.step_one(req(a, 0))
     assert sim.step_one(req(a, 601)).read == 0
     assert sim.step_one(req(a, 700)).read == 2944  # written again at 601: 1,024 + 15 x 128
@@ -108,10 +121,10 @@ def test_openai_explicit_breakpoints():
 def test_gemini_implicit_minimums_by_model():
     a = blocks(3000, 10)
     b = (a[0], Block(tuple(range(10**6, 10**6 + 10))))
-    flash = Simulator("gemini", "gemini-2.5-flash")
+    flash = Simulator("gemini", "gemini-2.5-flash", MECHANICS)
     flash.step_one(req(a))
     assert flash.step_one(req(b, 1)).read == 3000
-    pro = Simulator("gemini", "gemini-2.5-pro")
+    pro = Simulator("gemini", "gemini-2.5-pro", MECHANICS)
     pro.step_one(req(a))
     assert pro.step_one(req(b, 1)).read == 0  # 3,000 < the 4,096 minimum of 2.5 Pro
 
@@ -120,7 +133,7 @@ def test_gemini_implicit_minimums_by_model():
 def test_limit_counts_only_what_came_before_the_turn():
     a = blocks(800, 300, marks=(0,), turn_from=1)
     b = (a[0], Block(a[1].tokens, False, True))  # the same turn again
-    sim = Simulator("openai", "gpt-4.1")
+    sim = Simulator("openai", "gpt-4.1", MECHANICS)
     sim.step_one(req(a))
     r = sim.step_one(req(b, 1))
     assert r.limit == 800  # the turn never counts, even when it repeats
@@ -201,3 +214,27 @@ def test_cache_and_guard_commands(runtime, tmp_path):
     assert main(["cache", str(runtime.log_path), "--provider", "mistral"], io.StringIO(), err) == 2
     out = io.StringIO()
     assert main(["guard"], out, io.StringIO()) == 0 and "stable" in out.getvalue()
+
+
+def test_the_rules_table_cites_its_sources_and_names_every_model():
+    rules = load_rules()
+    text = (Path(cache.__file__).parent / "cache_rules.yaml").read_text()
+    assert text.count("read 2026-11-30") > 50  # every row says where it came from and when it was read
+    for provider in ("anthropic", "openai", "gemini"):
+        assert rules[provider]["sources"], provider
+    a = rules["anthropic"]
+    assert by_model(a["min_tokens"], "claude-opus-4-6") == 4096
+    assert by_model(a["price_per_mtok"], "claude-opus-4-6") == 5.0  # not the $15 of Opus 4 / 4.1
+    assert by_model(a["price_per_mtok"], "claude-opus-4-1-20250805") == 15.0
+    o = rules["openai"]
+    prices = {m: by_model(o["price_per_mtok"], m) for m in ("gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini")}
+    assert len(set(prices.values())) == 4, prices  # prefix matching never lends a model another's price
+
+
+def test_an_unknown_model_gets_the_strictest_minimum_and_a_warning(caplog):
+    known = Simulator("anthropic", "claude-sonnet-4-5")
+    unknown = Simulator("anthropic", "claude-nova-9")
+    assert not known.warnings and known.min_tokens == 1024
+    strictest = max(load_rules()["anthropic"]["min_tokens"].values())
+    assert unknown.min_tokens == strictest and "claude-nova-9" in unknown.warnings[0]
+    assert "claude-nova-9" in caplog.text

@@ -277,7 +277,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if log_path.exists():
         log_path.unlink()
     model = resolve(args.model) if args.model else None
-    workspace, memory = demo_workspace(folder)
+    workspace, memory = demo_workspace(folder, scale=args.scale)
     rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS)
     otlp = OtlpJsonFile(folder / "trace.otlp.json")
     rt.provider.add_span_processor(SimpleSpanProcessor(ShapingExporter(otlp)))  # what leaves is shaped
@@ -303,7 +303,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else f"callctx demo: the research agent with {args.model}\n"
     )
     try:
-        run(rt, model=model, on_call=progress)
+        run(rt, model=model, on_call=progress, scale=args.scale)
     finally:
         rt.close()
     step = args.show or next((c.index for c in shown if c.function == "_lit_decide"), 1)
@@ -492,19 +492,32 @@ def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = args.model or next((c.model for c in calls if c.model), "") or ""
     tokenize = cache.Tokenizer()
     requests = []
+    contexts = []
+    calls = [c for c in calls if not c.foreign]  # another instrumentation's calls were not recorded
+    if not calls:
+        raise CliError(f"{args.log} records no model calls of callctx's own (only other instrumentations')")
     t0 = calls[0].start_ns
     for c in calls:
         m, context = restored(c, blobs)
+        contexts.append(context)
         _, exchanges = record.restore(m, blobs)
         label = c.function or "turn"
         requests.append(
             cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)
         )
     try:
-        report = cache.Simulator(provider, model, rules).run(requests)
+        sim = cache.Simulator(provider, model, rules, key=args.key)
+        report = sim.run(requests)
+        other = "text" if sim.key == "block" else "block"
+        twin = cache.Simulator(provider, model, rules, key=other).run(requests)
     except (KeyError, ValueError) as e:
         raise CliError(str(e)) from None
-    out.write(f"prompt cache of {provider} ({model or 'default model'}), simulated over {len(calls)} calls\n")
+    for w in sim.warnings:
+        err.write(f"warning: {w}\n")
+    out.write(
+        f"prompt cache of {provider} ({model or 'default model'}), simulated over {len(calls)} calls, "
+        f"entries keyed by {sim.key}\n"
+    )
     head = f"{'#':>4}  {'function':<20} {'tokens':>8} {'read':>8} {'written':>8} {'uncached':>8} {'limit':>8}"
     out.write(f"{head}  {'cost $':>9}\n")
     for i, r in enumerate(report.calls, start=1):
@@ -516,6 +529,11 @@ def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"{report.limit_share:.1%} of the {report.limit:,}-token limit)\n"
         f"cost ${report.cost:.4f} against ${report.cost_uncached:.4f} with no caching ({saving:.0%} saved)\n"
     )
+    if abs(twin.limit_share - report.limit_share) >= 0.001:
+        out.write(f"keyed by {other}: {twin.limit_share:.1%} of the limit ({twin.hit_share:.1%} hit share)\n")
+    blockwise, textwise = (report, twin) if sim.key == "block" else (twin, report)
+    for why in cache.explain(contexts, blockwise, textwise, sim.min_tokens):
+        out.write(f"why: {why}\n")
     if args.chart:
         Path(args.chart).write_text(chart_html(report), encoding="utf-8")
         out.write(f"chart: {args.chart}\n")
@@ -596,6 +614,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for the event log and the OTLP/JSON trace (default: a temporary folder)")
     p.add_argument("--show", type=int, help="the call whose full context to print (default: the _lit_decide call)")
     p.add_argument("--quiet", action="store_true", help="progress lines only, no trees")
+    p.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N literature/idea rounds and a larger project file: long enough for prompt caches to hit "
+        "(then try `callctx cache`)",
+    )
     p.set_defaults(run=cmd_demo)
 
     p = sub.add_parser("calls", help="list every model call of an event log")
@@ -623,6 +649,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model name for per-model rules and prices (default: the recorded one)")
     p.add_argument("--rules", help="your own cache rules table (YAML, same shape as the shipped one)")
     p.add_argument("--chart", help="write a self-contained HTML chart of cached vs uncached tokens per call")
+    p.add_argument(
+        "--key",
+        choices=["text", "block"],
+        help="what a hit needs: the same text, or the same blocks (default: block where the provider caches at "
+        "breakpoints, text for prefix caches); the other key's share is printed when it differs",
+    )
     p.set_defaults(run=cmd_cache)
 
     p = sub.add_parser("guard", help="check that no context component moves bytes inside the cached prefix")
@@ -679,9 +711,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
-    quiet = logging.getLogger("callctx.projection.log")  # damage is reported here, once, not by the reader too
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
+    # damage and unknown models are reported here, once, not by the reader and the simulator too
+    quiet = [logging.getLogger("callctx.projection.log"), logging.getLogger("callctx.components.cache")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.ERROR)
     try:
         return args.run(args, out, err)
     except CliError as e:
@@ -690,7 +724,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except BrokenPipeError:  # `callctx ... | head`
         return EXIT_OK
     finally:
-        quiet.setLevel(level)
+        for q, level in zip(quiet, levels, strict=True):
+            q.setLevel(level)
 
 
 if __name__ == "__main__":

@@ -59,17 +59,42 @@ SCRIPT: dict[str, Any] = {
 }
 
 
-def demo_model(wire: str = "anthropic") -> ScriptedModel:
-    return ScriptedModel(SCRIPT, model="scripted-research", wire=wire)
+def demo_model(wire: str = "anthropic", *, scale: int = 1) -> ScriptedModel:
+    """The scripted model; ``scale`` > 1 runs that many literature / idea rounds, and names a
+    real model (claude-sonnet-4-5) so the cache simulator applies its rules."""
+    if scale <= 1:
+        return ScriptedModel(SCRIPT, model="scripted-research", wire=wire)
+    return ScriptedModel(scaled_script(scale), model="claude-sonnet-4-5", wire=wire)
 
 
-def demo_workspace(folder: Path) -> tuple[Path, FileMemory]:
-    """A project folder (AGENTS.md, USER.md) and a memory workspace for the demo agent."""
+def scaled_script(rounds: int) -> dict[str, Any]:
+    """The demo's script for ``rounds`` literature / idea rounds (a longer run, a larger tree)."""
+    s = dict(SCRIPT)
+    s["_pick_stage"] = ["literature", "idea"] * rounds + ["done"]
+    s["_lit_decide"] = [{"action": "seed_surveys"}]
+    s["generate_ideas"] = [["call-tree context", "cache-stable layouts", "ratcheted budgets"]]
+    s["check_novelty"] = [{"novel": True, "reason": "nothing like it in the surveys"}]
+    return s
+
+
+PROJECT_NOTES = (
+    "## Section {i}\n\nThe paper's section {i} argues that an agent's execution trace is the right source of "
+    "its context: every agentic call is a span, the call tree is folded from the spans, and each model call sees "
+    "the calls on its path with their inputs, the finished calls before it with their outputs, and the structure "
+    "of what was released. Claims in this section cite the surveys found in the literature stage.\n"
+)
+
+
+def demo_workspace(folder: Path, *, scale: int = 1) -> tuple[Path, FileMemory]:
+    """A project folder (AGENTS.md, USER.md) and a memory workspace for the demo agent;
+    ``scale`` > 1 adds project notes to AGENTS.md, so the system part passes the providers'
+    minimum cacheable prefix."""
     ws = folder / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
+    notes = "".join("\n" + PROJECT_NOTES.format(i=i) for i in range(1, 7)) if scale > 1 else ""
     (ws / "AGENTS.md").write_text(
         "# LLM-as-Code paper\n\nTarget venue: AAAI (long paper, 7 pages + references).\n"
-        "Keep every claim tied to a citation. Drafts live in paper/.\n",
+        "Keep every claim tied to a citation. Drafts live in paper/.\n" + notes,
         encoding="utf-8",
     )
     (ws / "USER.md").write_text("AI researcher working on LLM agents. Prefers concise answers.\n", encoding="utf-8")
@@ -179,11 +204,15 @@ class ResearchAgent(Agent):
 
 
 def run(
-    runtime: Runtime, *, model: Model | None = None, on_call: Callable[[CallRecord], None] | None = None
+    runtime: Runtime,
+    *,
+    model: Model | None = None,
+    on_call: Callable[[CallRecord], None] | None = None,
+    scale: int = 1,
 ) -> list[CallRecord]:
     """Run the research agent once; returns every model call it made (the demo script
-    answers unless ``model`` is given)."""
-    runtime.config.model = model or demo_model()
+    answers unless ``model`` is given; ``scale`` rounds of it)."""
+    runtime.config.model = model or demo_model(scale=scale)
     calls: list[CallRecord] = []
 
     def keep(call: CallRecord) -> None:

@@ -57,6 +57,7 @@ class CallRecord:
     body: dict[str, Any]
     reply: Reply | None
     error: BaseException | None = None
+    exchanges: tuple[Exchange, ...] = ()  # the tool loop so far, sent after the turn
 
     @property
     def tree(self) -> str:
@@ -292,7 +293,7 @@ def _chat(
         span.record_exception(e)
         span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
         span.end()
-        rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, None, e))
+        rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, None, e, tuple(exchanges)))
         raise
     end: dict[str, Any] = {
         s.USAGE_INPUT: reply.usage.input,
@@ -311,7 +312,7 @@ def _chat(
         end[s.OUTPUT_MESSAGES] = json.dumps([_message("assistant", reply.text, reply)], ensure_ascii=False)
     span.set_attributes(end)
     span.end()
-    rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, reply))
+    rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, reply, None, tuple(exchanges)))
     return reply
 
 
