@@ -164,6 +164,11 @@ def main() -> None:
                     print(f"    {name}: {r.cost / full.cost:.2f}x the cost of full history")
             verdict_limit = ours.limit_share >= TARGET_LIMIT
             verdict_cost = ours.cost <= full.cost / 2
+            sim = Simulator(provider, model, key="block")
+            reach = [c for c in ours.calls if c.limit >= sim.min_tokens]
+            reachable = sum(min(c.read, c.limit) for c in reach) / max(1, sum(c.limit for c in reach))
+            print(f"  ours, over the calls whose limit reaches the {sim.min_tokens:,}-token minimum "
+                  f"({len(reach)} of {len(ours.calls)}): {reachable:.1%} of their limit")  # fmt: skip
             print(f"  ours: {ours.limit_share:.1%} of the limit (target >= {TARGET_LIMIT:.0%}: "
                   f"{'met' if verdict_limit else 'NOT met'}); {ours.hit_share:.1%} of all input read from cache; "
                   f"cost {ours.cost / full.cost:.2f}x full history (target <= 0.5: "
