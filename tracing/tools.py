@@ -24,10 +24,16 @@ _P = inspect.Parameter
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool the model may call: its schema, and what runs it.
+
+    ``args`` validates the model's arguments against a Python signature first; None passes
+    them as given (a tool whose server checks them itself, an MCP tool say): then ``fn``
+    receives the arguments as one dict."""
+
     spec: ToolSpec
     fn: Callable[..., Any]
-    args: type[msgspec.Struct]
-    agentic: str | None  # the function name in the tree, for @agentic tools
+    args: type[msgspec.Struct] | None
+    agentic: str | None = None  # the function name in the tree, for @agentic tools
 
     @property
     def name(self) -> str:
@@ -35,6 +41,8 @@ class Tool:
 
     def call(self, arguments: dict[str, Any]) -> Any:
         """Validate the model's arguments against the signature, then call."""
+        if self.args is None:
+            return self.fn(arguments)
         bound = msgspec.convert(arguments, self.args, strict=False)
         return self.fn(**{f: getattr(bound, f) for f in self.args.__struct_fields__})
 
