@@ -43,6 +43,7 @@ def environment(ctx: Ctx) -> str:
 
 
 def cwd(ctx: Ctx) -> str | None:
+    """The working directory (the runtime always sets one: the process's, by default)."""
     path = ctx.cwd or ctx.workspace
     return f"<cwd>{path}</cwd>" if path else None
 

@@ -46,7 +46,19 @@ MODEL_GUIDANCE: dict[str, str | None] = {
     "ollama": "- Call one function at a time and wait for its result before the next.",
     "vllm": "- Call one function at a time and wait for its result before the next.",
 }
-PROVIDER_ALIASES = {"gemini": "google", "vertex": "google", "azure": "openai", "openai-compatible": "openai"}
+# Provider names as clients report them (GenAI ``gen_ai.provider.name`` values included).
+PROVIDER_ALIASES = {
+    "gemini": "google",
+    "gcp.gemini": "google",
+    "gcp.vertex_ai": "google",
+    "gcp.gen_ai": "google",
+    "vertex": "google",
+    "azure": "openai",
+    "azure.ai.openai": "openai",
+    "openai-compatible": "openai",
+    "aws.bedrock": "anthropic",
+    "x_ai": "xai",
+}
 
 _GUIDANCE_BODY = (
     "<tool_use>\n"

@@ -2,9 +2,11 @@
 
 In order: ``<situation>`` (which function the model runs inside, its job, the call path,
 its position in the program, what happens to its output, and the warning not to call
-itself), the recalled memory, the input, and the output schema. Nothing here is
-registered: putting per-call text in the system part would sit it in front of the cached
-history and invalidate it on every call.
+itself), the recalled memory, the input, and the output schema: fixed blocks at orders 10,
+20, 30 and 40. Components registered in the third layer (L2) are allowed: they are part of
+the turn, never cached, and slot in among these blocks by their order. Per-call text never
+goes in the system part: it would sit in front of the cached history and invalidate it on
+every call.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from .node import (
     EXPOSE_SHIFT,
     FAILED,
     HOLDS,
+    OUTPUT_JSON,
     STARTED,
     VISIBLE,
     Node,
@@ -374,7 +375,10 @@ class Projection:
                 said = messages_of(start, end).output
                 text = "\n".join(m.text for m in said if m.text) or None
             if text is not None:
-                n.output = _cut(_display(text, mime), limit)
+                shown = _display(text, mime)
+                if mime == s.MIME_JSON and shown[:1] in ("{", "[") and limit is None:
+                    n.state |= OUTPUT_JSON
+                n.output = _cut(shown, limit)
         if n.kind != "agentic":
             text, mime = input_of(n.kind, end)
             if text is None:

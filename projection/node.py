@@ -29,7 +29,8 @@ ENDED = 2
 FAILED = 4
 HOLDS = 8
 VISIBLE = 16
-EXPOSE_SHIFT = 5
+EXPOSE_SHIFT = 5  # two bits: 32, 64
+OUTPUT_JSON = 128  # the output is a JSON object or list: rendered as YAML, as an input is
 EXPOSE_NAMES = s.EXPOSE_LEVELS  # io, llm, full, hidden
 
 Collapse = tuple[int, str, str]

@@ -21,7 +21,7 @@ import msgspec
 
 from . import schema as s
 from .dialects import input_of
-from .node import ENDED, FAILED, Collapse, Node, Tree, calls_of, order_key
+from .node import ENDED, FAILED, OUTPUT_JSON, Collapse, Node, Tree, calls_of, order_key
 from .yamltext import key_value, scalar, value_lines
 
 CHAIN, RUNNING, INTERRUPTED, FINISHED, RELEASED = range(5)
@@ -259,7 +259,7 @@ class _Pass:
             out.append(key_value("error", n.error or "error", inner))
         elif mode == FINISHED:
             if n.output is not None:
-                out.append(key_value("output", n.output, inner))
+                self._output(n, inner, out)
         else:
             out.append(f"{inner}status: done\n")
         if kids or collapsed is not None:
@@ -303,6 +303,17 @@ class _Pass:
             elif k.output is not None:
                 out.append(key_value("output", k.output, inner))
         return "".join(out)
+
+    def _output(self, n: Node, indent: str, out: list[str]) -> None:
+        """A finished call's output: a structured one (JSON) as YAML, like an input; text as text."""
+        text = n.output or ""
+        if n.state & OUTPUT_JSON:
+            try:
+                value_lines("output", _json.decode(text), indent, out)
+                return
+            except msgspec.DecodeError:
+                pass
+        out.append(key_value("output", text, indent))
 
     def _input(self, n: Node, indent: str, out: list[str]) -> None:
         a = n.attrs

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from sdk import ANTHROPIC_TEXT, Capture, anthropic_client, anthropic_tool_use
 
-from callctx import Agent, agentic
+from callctx import Agent, agentic, setup
 from callctx.components.wire.exchange import ToolResults, UserNote
 from callctx.execute import OutputValidationError
 from callctx.models import ModelError, ScriptedModel, tool_call
@@ -275,3 +275,48 @@ def test_other_real_clients_parse_replies(runtime, spans, kind):
         assert cap.bodies()[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "3"}
     chat = [sp for sp in spans.get_finished_spans() if sp.name.startswith("chat ")][-1]
     assert chat.attributes[s.USAGE_CACHE_READ] == 4 and chat.attributes[s.USAGE_OUTPUT] == 2
+
+
+@pytest.mark.parametrize(
+    ("client", "expected"),
+    [
+        ("openai", "[Execution guidance (openai)]"),
+        ("anthropic", None),  # Claude's tool use is native: no extra guidance
+        ("gemini", "[Execution guidance (google)]"),
+    ],
+)
+def test_each_provider_gets_its_guidance_block(tmp_path, client, expected):
+    from callctx.models.anthropic import AnthropicMessages
+    from callctx.models.gemini import Gemini
+    from callctx.models.openai import OpenAIChat
+
+    model = {"openai": lambda: OpenAIChat("gpt-4o-mini", client=object()),
+             "anthropic": lambda: AnthropicMessages("claude-sonnet-4-5", client=object()),
+             "gemini": lambda: Gemini("gemini-2.5-flash", client=object())}[client]()  # fmt: skip
+    from callctx.components import assemble
+
+    rt = setup(tmp_path / "e.jsonl")
+    try:
+        ctx = rt.config.base.replace(provider=model.provider, model=model.params.model)
+        block = assemble(ctx, rt.config.registry).segment("model_guidance")
+    finally:
+        rt.close()
+    if expected is None:
+        assert block is None
+    else:
+        assert expected in block.text
+
+
+def test_cwd_is_always_shown(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rt = setup(tmp_path / "e.jsonl")
+    other = setup(tmp_path / "f.jsonl", cwd=tmp_path / "elsewhere")
+    try:
+        calls = []
+        rt.on_call(calls.append)
+        rt.exec("hello")
+        assert f"<cwd>{tmp_path.resolve()}</cwd>" in calls[0].context.system
+        assert other.config.base.cwd == (tmp_path / "elsewhere").resolve()
+    finally:
+        rt.close()
+        other.close()

@@ -244,6 +244,7 @@ def setup(
     memory: MemoryBackend | None = None,
     workspace: str | os.PathLike[str] | None = None,
     workspace_policy: WorkspacePolicy = "warn",
+    cwd: str | os.PathLike[str] | None = None,
     clock: Callable[[], datetime] | None = None,
     endpoint: str | None = None,
     exit_timeout: float = 2.0,
@@ -271,7 +272,8 @@ def setup(
     local log keeps everything); ``send_texts`` attaches the recorded texts of model calls to
     the chat spans so a remote ``callctx serve`` can rebuild them (default: when callctx itself
     exports, through an endpoint or ``exporters``; never by default to a provider it joined).
-    ``session_id`` groups every root call of this runtime into one tree
+    ``cwd`` (default: the process's working directory) is the working directory the context
+    names. ``session_id`` groups every root call of this runtime into one tree
     (``gen_ai.conversation.id``). ``clock`` returns the current time (the date block reads it;
     tests pin it). ``disable_plugins`` (and ``$CALLCTX_DISABLE_PLUGINS``) names
     context-component plugins not to load, by entry-point or distribution name. Every
@@ -307,6 +309,7 @@ def setup(
         memory=memory,
         workspace=Path(workspace).resolve() if workspace is not None else None,
         workspace_policy=workspace_policy,
+        cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(),
         session=SessionBinding(session_id=session_id, model=chosen.params.model),
         environment=detect(env.home),
         clock=clock or _now,
