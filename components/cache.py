@@ -155,7 +155,8 @@ class Report:
 
 
 # ---- requests from recorded contexts ---------------------------------------------------------
-def _exchange_text(e: Exchange) -> str:
+def exchange_text(e: Exchange) -> str:
+    """The text of one exchange of the tool loop, as the simulator and the calls listing count it."""
     if isinstance(e, AssistantTurn):
         calls = [{"name": c.name, "arguments": c.arguments} for c in e.tool_calls]
         return (e.text or "") + (json.dumps(calls, ensure_ascii=False) if calls else "")
@@ -222,7 +223,7 @@ def request_of(
         if s.breakpoint:
             flush(cache=True)
     flush()
-    out.extend(Block(tok(_exchange_text(e)), i == len(exchanges) - 1, True) for i, e in enumerate(exchanges))
+    out.extend(Block(tok(exchange_text(e)), i == len(exchanges) - 1, True) for i, e in enumerate(exchanges))
     return Request(tuple(out), time_s, label)
 
 

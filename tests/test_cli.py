@@ -124,3 +124,43 @@ def test_demo_command_writes_the_log_and_an_otlp_file(tmp_path):
     assert all(len(sp["spanId"]) == 16 and len(sp["traceId"]) == 32 for sp in spans)  # hex ids
     code, out, _ = cli("context", str(log), "--at", "2")
     assert code == 0
+
+
+def test_the_demo_hints_work_as_printed(tmp_path):
+    """Every follow-up command the demo prints runs as printed, from where the user stands,
+    with the CLI not on the PATH (as after `make demo`)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).parent / "callctx"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [str(cli), "demo", "--out", str(tmp_path / "out"), "--quiet"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout[proc.stdout.index("Look closer:") :]
+    commands = [line.split(":", 1)[1] if line.startswith("Look closer:") else line for line in text.splitlines()]
+    commands = [c.strip() for c in commands if c.strip()]
+    assert len(commands) >= 4
+    for command in commands:
+        run = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, (command, run.stderr)
+
+
+def test_an_empty_log_gets_the_same_answer_everywhere(tmp_path, capsys):
+    from callctx.projection import EventLog
+
+    log = tmp_path / "empty.jsonl"
+    EventLog(log).close()
+    assert main(["calls", str(log)]) == 0
+    listed = capsys.readouterr().out.strip()
+    assert main(["tree", str(log), "--at", "1"]) == 2
+    tree = capsys.readouterr().err
+    assert main(["context", str(log), "--at", "1"]) == 2
+    context = capsys.readouterr().err
+    said = "records no model calls (it holds no spans yet)"
+    assert said in listed and said in tree and said in context

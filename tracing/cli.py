@@ -18,7 +18,9 @@ from typing import Any, TextIO
 import msgspec
 
 from callctx.components import record, wire
+from callctx.components.cache import exchange_text
 from callctx.components.context import Context, Segment
+from callctx.components.tokens import counter as tokens_for
 from callctx.projection import LogError, Projection, read_log
 from callctx.projection.asof import tree_as_seen_by
 from callctx.projection.calls import ModelCall, read_calls
@@ -59,7 +61,7 @@ def load_calls(path: str, err: TextIO) -> tuple[list[ModelCall], dict[str, str]]
 
 def pick(calls: list[ModelCall], n: int, path: str) -> ModelCall:
     if not calls:
-        raise CliError(f"{path} records no model calls")
+        raise CliError(f"{path} records no model calls ({_holds(path)})")
     if not 1 <= n <= len(calls):
         raise CliError(f"call {n} is out of range: {path} records calls 1 to {len(calls)}")
     return calls[n - 1]
@@ -135,9 +137,13 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cacheable = "-"
         if c.manifest:
             try:
-                _, context = restored(c, blobs)
-                tokens, cacheable = context.tokens, f"{share_cacheable(context):.0%}"
-            except CliError as e:
+                m, context = restored(c, blobs)
+                _, exchanges = record.restore(m, blobs)
+                counter = tokens_for(context.encoding)
+                # the whole request: the context and the tool exchange so far
+                tokens = context.tokens + sum(counter.count(exchange_text(e)) for e in exchanges)
+                cacheable = f"{share_cacheable(context):.0%}"
+            except (CliError, record.RecordError) as e:
                 err.write(f"warning: {e}\n")
         else:
             cacheable = "(span)"  # another instrumentation's call: read from its span, not rebuilt
@@ -261,6 +267,22 @@ def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _program() -> str:
+    """How to run this command line again as the user can type it: ``callctx`` when it is on
+    the PATH, else its path (``.venv/bin/callctx`` after ``make demo``)."""
+    import os
+    import shutil
+
+    here = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    on_path = shutil.which("callctx")
+    if here is None or here.name != "callctx" or (on_path and Path(on_path).resolve() == here):
+        return "callctx"
+    try:
+        return os.path.relpath(here)
+    except ValueError:
+        return str(here)
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -307,15 +329,18 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         rt.close()
     step = args.show or next((c.index for c in shown if c.function == "_lit_decide"), 1)
+    prog = _program()
     chosen = next((c for c in shown if c.index == step), None)
     if chosen is not None:
         out.write(f"\n═════ the full context of call {step} ({chosen.function}), as sent to the model ═════\n")
         format_context(chosen.context, out)
     out.write(
         f"\n{len(shown)} model calls. Event log: {log_path}\nOTLP/JSON trace: {otlp.path}\n"
-        f"Look closer:  callctx calls {log_path}\n"
-        f"              callctx cache {log_path} --provider anthropic|openai|gemini [--chart cache.html]\n"
-        f"              callctx context {log_path} --at {step} [--provider openai|anthropic|gemini] [--json]\n"
+        f"Look closer:  {prog} calls {log_path}\n"
+        f"              {prog} tree {log_path} --at {step}\n"
+        f"              {prog} context {log_path} --at {step}\n"
+        f"              {prog} context {log_path} --at {step} --provider openai --json\n"
+        f"              {prog} cache {log_path} --provider anthropic\n"
     )
     return EXIT_OK
 
@@ -648,7 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", default="anthropic", help="cache model from the rules table (default: anthropic)")
     p.add_argument("--model", help="model name for per-model rules and prices (default: the recorded one)")
     p.add_argument("--rules", help="your own cache rules table (YAML, same shape as the shipped one)")
-    p.add_argument("--chart", help="write a self-contained HTML chart of cached vs uncached tokens per call")
+    p.add_argument(
+        "-o", "--out", "--chart", dest="chart", help="write a self-contained HTML chart of cached vs uncached tokens"
+    )
     p.add_argument(
         "--key",
         choices=["text", "block"],
@@ -683,7 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("log")
     p.add_argument("--format", choices=["otlp", "jaeger"], default="otlp")
     p.add_argument("--service", default="callctx", help="service name for spans that carry none")
-    p.add_argument("-o", "--output", help="file to write, mode 0600 (default: standard output)")
+    p.add_argument("-o", "--out", "--output", dest="output", help="file to write, mode 0600 (default: standard output)")
     p.add_argument("--raw", action="store_true", help="everything as recorded: no redaction, no cuts (default: shaped)")
     p.set_defaults(run=cmd_export)
 
