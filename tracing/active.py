@@ -31,6 +31,10 @@ class ActiveRuntime(Protocol):
     def exec(self, prompt: str, *, schema: Any = None, tools: Sequence[Callable[..., Any]] = (), **options: Any) -> Any:
         ...
 
+    async def aexec(
+        self, prompt: str, *, schema: Any = None, tools: Sequence[Callable[..., Any]] = (), **options: Any
+    ) -> Any: ...
+
 
 _runtime: ActiveRuntime | None = None
 fallback: Tracer = trace.get_tracer(SCOPE)

@@ -29,6 +29,7 @@ class Agent:
     agent_id: str = "main"
     instructions: str | None = None
     tools: ClassVar[Sequence[Callable[..., Any]]] = ()  # offered on every call this agent makes
+    mcp: ClassVar[Sequence[Any]] = ()  # MCP servers (callctx.mcp.McpServer) whose tools it offers
 
     def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: ActiveRuntime | None = None):
         if name:
@@ -55,11 +56,30 @@ class Agent:
         position: str | None = None,
         output: str | None = None,
         attachments: Sequence[Attachment] = (),
+        stream: Callable[[str], None] | None = None,
     ) -> Any:
         """``Runtime.exec`` as this agent."""
         return self.runtime.exec(
-            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments, agent=self
-        )
+            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments,
+            agent=self, stream=stream,
+        )  # fmt: skip
+
+    async def aexec(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Attachment] = (),
+        stream: Callable[[str], Any] | None = None,
+    ) -> Any:
+        """``Runtime.aexec`` as this agent."""
+        return await self.runtime.aexec(
+            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments,
+            agent=self, stream=stream,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

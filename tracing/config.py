@@ -26,3 +26,5 @@ class Config:
     capture_content: bool = False  # GenAI content attributes on chat spans
     tools: tuple[Callable[..., Any], ...] = ()  # offered on every call (an Agent adds its own)
     tree_budget: int | None = None  # tokens; over it, the oldest finished calls collapse
+    deferred: tuple[Any, ...] = ()  # runnable deferred tools (Tool), listed by name only
+    mcp: tuple[Any, ...] = ()  # MCP servers whose tools are offered on every call

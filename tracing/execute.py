@@ -8,7 +8,10 @@ schema (one retry that shows the model the error) and returns the value.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
     from .agent import Agent
+
+
+log = logging.getLogger(__name__)
 
 
 class OutputValidationError(ValueError):
@@ -90,6 +96,8 @@ class ExecHost(Protocol):
 
     def seal(self, key: str, sent: Sealed) -> None: ...
 
+    def deferred(self) -> dict[str, Tool]: ...
+
     def notify(self, call: CallRecord) -> None: ...
 
 
@@ -114,112 +122,266 @@ def execute(
     output: str | None = None,
     attachments: Sequence[Attachment] = (),
     agent: Agent | None = None,
+    stream: Callable[[str], None] | None = None,
 ) -> Any:
-    caller = None
-    span_id = rt.current_span_id()
-    if span_id is not None:
-        caller = rt.projection.call_of(span_id)  # the agentic call this model call is made from
-    if caller is None:
+    """One model call and its tool loop, blocking (see :func:`aexecute` for async code)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "exec() was called from a running event loop, where it would block the loop: "
+            "use `await runtime.aexec(...)` (or `await self.aexec(...)` in an Agent) instead"
+        )
+    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent)
+    if steps.top_level:
         # Outside any agentic call: a top-level conversation turn, itself a call in the tree,
         # so the turns of a session see each other.
         with TracedCall("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
-            call.output = _run(rt, prompt, schema, tools, position, output, attachments, agent, top_level=True)
+            call.output = _drive(steps.run(), stream)
             return call.output
-    return _run(rt, prompt, schema, tools, position, output, attachments, agent, top_level=False)
+    return _drive(steps.run(), stream)
 
 
-def _run(
+async def aexecute(
     rt: ExecHost,
     prompt: str,
-    schema: Any,
-    tools: Sequence[Any],
-    position: str | None,
-    output: str | None,
-    attachments: Sequence[Attachment],
-    agent: Agent | None,
     *,
-    top_level: bool,
+    schema: Any = None,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    position: str | None = None,
+    output: str | None = None,
+    attachments: Sequence[Attachment] = (),
+    agent: Agent | None = None,
+    stream: Callable[[str], Any] | None = None,
 ) -> Any:
-    cfg = rt.config
-    span_id = rt.current_span_id()
-    caller = rt.projection.call_of(span_id) if span_id else None  # the agentic call it is made from
-    call_id = caller.span_id if caller is not None else None
-    view = rt.view(call_id) if call_id else None
-    function = None if top_level or caller is None else caller.function
-    # The agent's standing tools first (the same on every call: the tools section opens the
-    # cached prefix), then this call's own; an agentic function is never offered to itself.
-    standing = [*cfg.tools, *(getattr(agent, "tools", None) or ())]
-    tool_list = as_tools(_unique([*standing, *tools]), exclude=function)
+    """:func:`execute` for async code: the model through its async client, the tool calls of
+    one model turn concurrently (async tools awaited, sync ones in threads). What is recorded
+    is the same as for ``execute``."""
+    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent)
+    if steps.top_level:
+        with TracedCall("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
+            call.output = await _adrive(steps.run(), stream)
+            return call.output
+    return await _adrive(steps.run(), stream)
 
-    memory = cfg.base.memory
-    recalled, failed = prefetch(memory, prompt) if memory is not None else (None, False)
-    turn_inputs: dict[str, Any] = {
-        "user_input": prompt,
-        "attachments": list(attachments),
-        "output_schema": _json_schema(schema) if schema is not None else None,
-        "prefetch": recalled,
-        "prefetch_failed": failed,
-    }
-    if view is not None and not top_level:
-        turn = for_view(view, **turn_inputs)
-        if position is not None or output is not None:
-            turn = msgspec.structs.replace(
-                turn,
-                position=position if position is not None else turn.position,
-                output_contract=output if output is not None else turn.output_contract,
-            )
-    else:
-        turn = Turn(**turn_inputs)
-    model = cfg.model
-    base = cfg.base
-    session = base.session.session_id or _trace_hex()
-    ctx = base.replace(
-        agent=agent_info(agent, base.agent),
-        provider=model.provider,
-        model=model.params.model,
-        tools=tuple(t.spec for t in tool_list),
-        call_tree=view,
-        sealed=rt.sealed(session),
-        turn=turn,
-    )
-    context = assemble(ctx, cfg.registry)
-    tree = context.segment("call_tree")
-    if tree is not None and tree.blocks and tree.breakpoint_block is not None:
-        rt.seal(session, Sealed(tuple(tree.blocks), tree.breakpoint_block))
-    call_path = " → ".join(turn.call_path) if turn.call_path else None
 
-    exchanges: list[Exchange] = []
-    retried = False
-    for _ in range(cfg.max_tool_rounds + 1):
-        reply = _chat(rt, context, exchanges, function, call_id, call_path)
-        if reply.tool_calls:
-            exchanges.append(AssistantTurn(reply.text, list(reply.tool_calls)))
-            exchanges.append(_run_tools(rt, reply, tool_list))
-            continue
-        text = reply.text or ""
-        if schema is None:
-            return text
+class _Ask(msgspec.Struct, frozen=True):
+    """A step asks the driver for the model's reply to ``request``."""
+
+    model: Any
+    request: ModelRequest
+
+
+class _Run(msgspec.Struct, frozen=True):
+    """A step asks the driver to run the tool calls of one model turn."""
+
+    calls: list[Any]  # (ToolCall, Tool | None)
+    tracer: Any
+
+
+def _drive(steps: Any, stream: Callable[[str], None] | None) -> Any:
+    """Run the steps of one exec, blocking: the model's client, then each tool in turn."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
         try:
-            return _validate(text, schema)
-        except (msgspec.ValidationError, msgspec.DecodeError) as e:
-            if retried:
-                raise OutputValidationError(f"{function or 'turn'}: output does not match the schema: {e}") from e
-            retried = True
-            exchanges.append(AssistantTurn(text))
-            exchanges.append(
-                UserNote(
-                    f"Your output did not match the output schema: {e}. "
-                    "Reply again with only the corrected JSON value, nothing else."
+            ask = steps.throw(failure) if failure is not None else steps.send(answer)
+        except StopIteration as done:
+            return done.value
+        failure = None
+        try:
+            if type(ask) is _Ask:
+                answer = _complete(ask.model, ask.request, stream)
+            else:
+                answer = [_run_tool(ask.tracer, call, tool) for call, tool in ask.calls]
+        except BaseException as e:  # noqa: BLE001 - handed back to the step that asked, which records it
+            failure = e
+
+
+async def _adrive(steps: Any, stream: Callable[[str], Any] | None) -> Any:
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            ask = steps.throw(failure) if failure is not None else steps.send(answer)
+        except StopIteration as done:
+            return done.value
+        failure = None
+        try:
+            if type(ask) is _Ask:
+                answer = await _acomplete(ask.model, ask.request, stream)
+            else:
+                answer = list(await asyncio.gather(*(_arun_tool(ask.tracer, c, t) for c, t in ask.calls)))
+        except BaseException as e:  # noqa: BLE001
+            failure = e
+
+
+def _complete(model: Any, request: ModelRequest, stream: Callable[[str], None] | None) -> Reply:
+    if stream is not None and hasattr(model, "stream"):
+        return model.stream(request, stream)
+    reply = model.complete(request)
+    if stream is not None and reply.text:
+        stream(reply.text)  # a client that cannot stream delivers the whole text at once
+    return reply
+
+
+async def _acomplete(model: Any, request: ModelRequest, stream: Callable[[str], Any] | None) -> Reply:
+    if stream is not None and hasattr(model, "astream"):
+        return await model.astream(request, stream)
+    if hasattr(model, "acomplete"):
+        reply = await model.acomplete(request)
+    else:
+        reply = await asyncio.to_thread(_complete, model, request, None)
+    if stream is not None and reply.text:
+        done = stream(reply.text)
+        if inspect.isawaitable(done):
+            await done
+    return reply
+
+
+class _Steps:
+    """The steps of one exec, without IO: assemble the context, ask for the model's reply,
+    run the tools it asks for, validate the output. A driver (:func:`_drive`, blocking, or
+    :func:`_adrive`, async) does the asking: ``run()`` yields what it needs and receives it,
+    so the logic exists once for both."""
+
+    def __init__(
+        self,
+        rt: ExecHost,
+        prompt: str,
+        schema: Any,
+        tools: Sequence[Any],
+        position: str | None,
+        output: str | None,
+        attachments: Sequence[Attachment],
+        agent: Agent | None,
+    ) -> None:
+        self.rt = rt
+        self.prompt, self.schema, self.tools = prompt, schema, tools
+        self.position, self.output, self.attachments, self.agent = position, output, attachments, agent
+        span_id = rt.current_span_id()
+        self.caller = rt.projection.call_of(span_id) if span_id is not None else None  # the agentic call
+        self.top_level = self.caller is None
+
+    def run(self) -> Any:
+        rt, prompt, schema, tools = self.rt, self.prompt, self.schema, self.tools
+        position, output, attachments, agent = self.position, self.output, self.attachments, self.agent
+        top_level = self.top_level
+        cfg = rt.config
+        span_id = rt.current_span_id()  # inside the turn's own span, for a top-level turn
+        caller = rt.projection.call_of(span_id) if span_id else None  # the agentic call it is made from
+        call_id = caller.span_id if caller is not None else None
+        view = rt.view(call_id) if call_id else None
+        function = None if top_level or caller is None else caller.function
+        # The agent's standing tools first (the same on every call: the tools section opens the
+        # cached prefix), then this call's own; an agentic function is never offered to itself.
+        standing = [*cfg.tools, *(getattr(agent, "tools", None) or ()), *_mcp_tools(getattr(agent, "mcp", None))]
+        tool_list = as_tools(_unique([*standing, *tools]), exclude=function)
+        offered = {t.name for t in tool_list}
+        deferred = {k: v for k, v in rt.deferred().items() if k not in offered}  # by name only, until called
+        loaded: set[str] = set()
+
+        memory = cfg.base.memory
+        recalled, failed = prefetch(memory, prompt) if memory is not None else (None, False)
+        turn_inputs: dict[str, Any] = {
+            "user_input": prompt,
+            "attachments": list(attachments),
+            "output_schema": _json_schema(schema) if schema is not None else None,
+            "prefetch": recalled,
+            "prefetch_failed": failed,
+        }
+        if view is not None and not top_level:
+            turn = for_view(view, **turn_inputs)
+            if position is not None or output is not None:
+                turn = msgspec.structs.replace(
+                    turn,
+                    position=position if position is not None else turn.position,
+                    output_contract=output if output is not None else turn.output_contract,
                 )
-            )
-    raise ModelError(model.provider, f"the tool loop did not finish in {cfg.max_tool_rounds} rounds")
+        else:
+            turn = Turn(**turn_inputs)
+        model = cfg.model
+        base = cfg.base
+        session = base.session.session_id or _trace_hex()
+        ctx = base.replace(
+            agent=agent_info(agent, base.agent),
+            provider=model.provider,
+            model=model.params.model,
+            tools=tuple(t.spec for t in tool_list),
+            call_tree=view,
+            sealed=rt.sealed(session),
+            turn=turn,
+        )
+        context = assemble(ctx, cfg.registry)
+        tree = context.segment("call_tree")
+        if tree is not None and tree.blocks and tree.breakpoint_block is not None:
+            rt.seal(session, Sealed(tuple(tree.blocks), tree.breakpoint_block))
+        call_path = " → ".join(turn.call_path) if turn.call_path else None
+
+        exchanges: list[Exchange] = []
+        retried = False
+        for _ in range(cfg.max_tool_rounds + 1):
+            reply = yield from _chat(rt, context, exchanges, function, call_id, call_path)
+            if reply.tool_calls:
+                exchanges.append(AssistantTurn(reply.text, list(reply.tool_calls)))
+                by_name = {**deferred, **{t.name: t for t in tool_list}}
+                results = yield _Run([(c, by_name.get(c.name)) for c in reply.tool_calls], rt.tracer)
+                exchanges.append(ToolResults([_loaded(r, deferred, loaded) for r in results]))
+                continue
+            text = reply.text or ""
+            if schema is None:
+                return text
+            try:
+                return _validate(text, schema)
+            except (msgspec.ValidationError, msgspec.DecodeError) as e:
+                if retried:
+                    raise OutputValidationError(f"{function or 'turn'}: output does not match the schema: {e}") from e
+                retried = True
+                exchanges.append(AssistantTurn(text))
+                exchanges.append(
+                    UserNote(
+                        f"Your output did not match the output schema: {e}. "
+                        "Reply again with only the corrected JSON value, nothing else."
+                    )
+                )
+        raise ModelError(model.provider, f"the tool loop did not finish in {cfg.max_tool_rounds} rounds")
+
+
+
+
+def _loaded(result: ToolResult, deferred: dict[str, Tool], loaded: set[str]) -> ToolResult:
+    """The first result of a deferred tool carries its schema: the model learns it where it
+    costs no cache (the tail of the request), and the tools block stays as it was."""
+    tool = deferred.get(result.name)
+    if tool is None or result.name in loaded:
+        return result
+    loaded.add(result.name)
+    schema = json.dumps(
+        {"name": tool.name, "description": tool.spec.description, "parameters": tool.spec.parameters},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return msgspec.structs.replace(result, content=f"[{tool.name} loaded; its schema: {schema}]\n{result.content}")
+
+
+def _mcp_tools(servers: Any) -> list[Tool]:
+    """The tools of an agent's MCP servers (a server that cannot be reached offers none)."""
+    out: list[Tool] = []
+    for server in servers or ():
+        try:
+            out.extend(server.tools())
+        except Exception as e:  # noqa: BLE001 - a dead server costs its tools, not the call
+            log.warning("callctx: MCP server %s offers no tools this call: %s", getattr(server, "name", "?"), e)
+    return out
 
 
 def _unique(tools: list[Any]) -> list[Any]:
     seen: set[Any] = set()
     out = []
     for t in tools:
-        key = getattr(t, "__func__", t)
+        key = ("tool", t.name) if isinstance(t, Tool) else ("fn", id(getattr(t, "__func__", t)))
         if key not in seen:
             seen.add(key)
             out.append(t)
@@ -262,7 +424,7 @@ def _chat(
     function: str | None,
     call_id: str | None,
     call_path: str | None,
-) -> Reply:
+) -> Any:  # a generator of steps returning the Reply
     model = rt.config.model
     params = model.params
     body = wire.build(model.wire, context, exchanges, params)
@@ -288,7 +450,7 @@ def _chat(
     reply: Reply | None = None
     try:
         with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            reply = model.complete(ModelRequest(body, function, context))
+            reply = yield _Ask(model, ModelRequest(body, function, context))
     except BaseException as e:
         span.record_exception(e)
         span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
@@ -325,35 +487,61 @@ def _hex(span: trace.Span) -> str:
     return format(span.get_span_context().span_id, "016x")
 
 
-def _run_tools(rt: ExecHost, reply: Reply, tools: list[Tool]) -> ToolResults:
-    by_name = {t.name: t for t in tools}
-    results = []
-    for call in reply.tool_calls:
-        t = by_name.get(call.name)
-        attrs = {
-            s.OPERATION: s.OP_EXECUTE_TOOL,
-            s.TOOL_NAME: call.name,
-            "gen_ai.tool.call.id": call.id,
-            s.TOOL_ARGUMENTS: json.dumps(call.arguments, ensure_ascii=False),
-            s.SPAN_KIND: "TOOL",
-        }
-        with rt.tracer.start_as_current_span(
-            f"{s.OP_EXECUTE_TOOL} {call.name}", attributes=attrs, record_exception=False, set_status_on_exception=False
-        ) as span:
-            if t is None:
-                content, error = f"no tool named {call.name!r} is available", True
+def _tool_span(tracer: Any, call: Any) -> Any:
+    attrs = {
+        s.OPERATION: s.OP_EXECUTE_TOOL,
+        s.TOOL_NAME: call.name,
+        "gen_ai.tool.call.id": call.id,
+        s.TOOL_ARGUMENTS: json.dumps(call.arguments, ensure_ascii=False),
+        s.SPAN_KIND: "TOOL",
+    }
+    return tracer.start_as_current_span(
+        f"{s.OP_EXECUTE_TOOL} {call.name}", attributes=attrs, record_exception=False, set_status_on_exception=False
+    )
+
+
+def _outcome(call: Any, error: BaseException | None, value: Any = None) -> tuple[str, bool]:
+    """What the model is told: the result as text, or the failure (a failing tool is reported
+    to the model, never raised into the agent)."""
+    if error is None:
+        return result_text(value), False
+    if isinstance(error, msgspec.ValidationError):
+        return f"invalid arguments for {call.name}: {error}", True
+    return f"{type(error).__name__}: {error}", True
+
+
+def _result(span: Any, call: Any, content: str, error: bool) -> ToolResult:
+    span.set_attribute(s.TOOL_RESULT, content)
+    if error:
+        span.set_status(Status(StatusCode.ERROR, content.splitlines()[0] if content else "error"))
+    return ToolResult(call.id, call.name, content, error)
+
+
+def _run_tool(tracer: Any, call: Any, tool: Tool | None) -> ToolResult:
+    with _tool_span(tracer, call) as span:
+        if tool is None:
+            return _result(span, call, f"no tool named {call.name!r} is available", True)
+        try:
+            value = tool.call(call.arguments)
+            if inspect.isawaitable(value):  # an async tool called from blocking code
+                value = asyncio.run(value)
+        except Exception as e:  # noqa: BLE001
+            return _result(span, call, *_outcome(call, e))
+        return _result(span, call, *_outcome(call, None, value))
+
+
+async def _arun_tool(tracer: Any, call: Any, tool: Tool | None) -> ToolResult:
+    with _tool_span(tracer, call) as span:
+        if tool is None:
+            return _result(span, call, f"no tool named {call.name!r} is available", True)
+        try:
+            if tool.is_async:
+                value = await tool.call(call.arguments)
             else:
-                try:
-                    content, error = result_text(t.call(call.arguments)), False
-                except msgspec.ValidationError as e:
-                    content, error = f"invalid arguments for {call.name}: {e}", True
-                except Exception as e:  # noqa: BLE001 - a failing tool is reported to the model, not raised
-                    content, error = f"{type(e).__name__}: {e}", True
-            span.set_attribute(s.TOOL_RESULT, content)
-            if error:
-                span.set_status(Status(StatusCode.ERROR, content.splitlines()[0] if content else "error"))
-        results.append(ToolResult(call.id, call.name, content, error))
-    return ToolResults(results)
+                value = await asyncio.to_thread(tool.call, call.arguments)  # carries the span along
+        except Exception as e:  # noqa: BLE001
+            return _result(span, call, *_outcome(call, e))
+        return _result(span, call, *_outcome(call, None, value))
 
 
 def _message(role: str, text: str | None, reply: Reply | None = None) -> dict[str, Any]:

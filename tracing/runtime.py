@@ -34,17 +34,19 @@ from callctx.components.ctx import (
     WorkspacePolicy,
 )
 from callctx.components.environment import detect
-from callctx.components.memory_store import MemoryBackend
+from callctx.components.memory_store import MemoryBackend, MemoryTools
 from callctx.projection import Projection, TreeView
 from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
 from callctx.projection.log import EventLog, FsyncPolicy, blob_hashes
 
 from . import active, otel, settings
 from .config import Config
-from .execute import CallRecord, execute, write_blobs
+from .execute import CallRecord, aexecute, execute, write_blobs
+from .memory_tools import memory_tools
 from .models import Model, resolve
 from .processor import ProjectionProcessor
 from .shaping import Shaper, ShapingExporter, ShapingProcessor
+from .tools import Tool, as_tools
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,7 @@ class Runtime:
         output: str | None = None,
         attachments: Sequence[Attachment] = (),
         agent: Any = None,
+        stream: Callable[[str], None] | None = None,
     ) -> Any:
         """Ask the model from inside the current agentic call; returns its (validated) output.
 
@@ -143,18 +146,34 @@ class Runtime:
         model may call (an ``@agentic`` function is never offered to itself); ``schema`` (a
         msgspec type or Struct) validates the output, with one retry that shows the model the
         error. ``position`` / ``output`` override the call's declared position and output
-        contract. Outside any agentic call, the call is a top-level conversation turn.
+        contract. ``stream`` receives the text as it arrives (what is recorded is the same).
+        Outside any agentic call, the call is a top-level conversation turn. From async code,
+        use :meth:`aexec`: called inside a running event loop, ``exec`` raises.
         """
         return execute(
-            self,
-            prompt,
-            schema=schema,
-            tools=tools,
-            position=position,
-            output=output,
-            attachments=attachments,
-            agent=agent,
-        )
+            self, prompt, schema=schema, tools=tools, position=position, output=output,
+            attachments=attachments, agent=agent, stream=stream,
+        )  # fmt: skip
+
+    async def aexec(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Attachment] = (),
+        agent: Any = None,
+        stream: Callable[[str], Any] | None = None,
+    ) -> Any:
+        """:meth:`exec` for async code: the provider's async client; the tool calls of one
+        model turn run concurrently (async tools awaited, sync ones in threads); ``stream``
+        may be a coroutine function."""
+        return await aexecute(
+            self, prompt, schema=schema, tools=tools, position=position, output=output,
+            attachments=attachments, agent=agent, stream=stream,
+        )  # fmt: skip
 
     def on_call(self, observer: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
         """Call ``observer`` after every model call (progress displays, tests)."""
@@ -172,6 +191,15 @@ class Runtime:
         with self._calls_lock:
             self._calls += 1
             return self._calls
+
+    def deferred(self) -> dict[str, Tool]:
+        """The tools listed by name only, runnable when the model asks for one: the memory tools
+        (when memory is on and can run them) and the callables given as ``deferred_tools``."""
+        out: dict[str, Tool] = {t.name: t for t in self.config.deferred}
+        memory = self.config.base.memory
+        if isinstance(memory, MemoryTools):
+            out.update({t.name: t for t in memory_tools(memory)})
+        return out
 
     def sealed(self, key: str) -> tuple[Sealed, ...]:
         """The call-tree blocks the latest calls of session (or trace) ``key`` sent, newest first."""
@@ -217,6 +245,11 @@ class Runtime:
             return
         self._closed = True
         active.deactivate(self)
+        for server in self.config.mcp:
+            try:
+                server.close()
+            except Exception:
+                log.exception("callctx: closing an MCP server failed")
         if self.owns_provider:
             otel.shutdown_within(self.provider, self.exit_timeout)
         self.processor.shutdown()
@@ -240,7 +273,8 @@ def setup(
     channel_limit: int | None = None,
     tools: Sequence[Callable[..., Any]] = (),
     skills: Sequence[Skill] = (),
-    deferred_tools: Sequence[DeferredTool] = (),
+    deferred_tools: Sequence[DeferredTool | Callable[..., Any]] = (),
+    mcp: Sequence[Any] = (),
     memory: MemoryBackend | None = None,
     workspace: str | os.PathLike[str] | None = None,
     workspace_policy: WorkspacePolicy = "warn",
@@ -305,7 +339,7 @@ def setup(
         channel=channel,
         channel_limit=channel_limit,
         skills=tuple(skills),
-        deferred_tools=tuple(deferred_tools),
+        deferred_tools=tuple(_catalog_entry(d) for d in deferred_tools),
         memory=memory,
         workspace=Path(workspace).resolve() if workspace is not None else None,
         workspace_policy=workspace_policy,
@@ -314,11 +348,15 @@ def setup(
         environment=detect(env.home),
         clock=clock or _now,
     )
+    runnable = tuple(as_tools([d for d in deferred_tools if not isinstance(d, DeferredTool)]))
+    servers = tuple(mcp)
     config = Config(
         model=chosen,
         base=base,
         registry=registry,
-        tools=tuple(tools),
+        tools=(*tools, *_listed(servers)),
+        deferred=runnable,
+        mcp=servers,
         max_tool_rounds=max_tool_rounds,
         tree_budget=tree_budget,
         capture_content=env.capture_content if capture_content is None else capture_content,
@@ -331,6 +369,25 @@ def setup(
         otel.close_at_exit(rt)
     active.activate(rt)
     return rt
+
+
+def _catalog_entry(d: Any) -> DeferredTool:
+    """A deferred tool as the catalog lists it (a callable or Tool: by its name and description)."""
+    if isinstance(d, DeferredTool):
+        return d
+    t = as_tools([d])[0]
+    return DeferredTool(t.name, t.spec.description)
+
+
+def _listed(servers: Sequence[Any]) -> list[Tool]:
+    """The tools of the MCP servers, for the tools block: sorted, a dead server skipped."""
+    out: list[Tool] = []
+    for server in servers:
+        try:
+            out.extend(server.tools())
+        except Exception as e:  # noqa: BLE001 - a server that is down costs its tools, not the agent
+            log.warning("callctx: MCP server %s is not reachable; its tools are not offered: %s", server, e)
+    return sorted(out, key=lambda t: t.name)
 
 
 def _provider(given: TracerProvider | None) -> tuple[TracerProvider, bool]:

@@ -39,6 +39,11 @@ class Tool:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def is_async(self) -> bool:
+        """Its call returns an awaitable (an ``async def`` function)."""
+        return inspect.iscoroutinefunction(self.fn)
+
     def call(self, arguments: dict[str, Any]) -> Any:
         """Validate the model's arguments against the signature, then call."""
         if self.args is None:

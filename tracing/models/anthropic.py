@@ -20,6 +20,10 @@ class AnthropicMessages(SdkModel):
         sdk = import_sdk("anthropic", "anthropic")
         return sdk.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
+    def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        sdk = import_sdk("anthropic", "anthropic")
+        return sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
     def complete(self, request: ModelRequest) -> Reply:
         import anthropic
 
@@ -28,6 +32,20 @@ class AnthropicMessages(SdkModel):
         except anthropic.APIError as e:
             status = getattr(e, "status_code", None)
             raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
+        return self._reply(r)
+
+    async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
+        import anthropic
+
+        try:
+            r = await client.messages.create(**request.body)
+        except anthropic.APIError as e:
+            status = getattr(e, "status_code", None)
+            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
+        return self._reply(r)
+
+    @staticmethod
+    def _reply(r: Any) -> Reply:
         texts = [b.text for b in r.content if b.type == "text"]
         calls = [
             ToolCall(id=b.id, name=b.name, arguments=dict(b.input or {})) for b in r.content if b.type == "tool_use"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -95,9 +96,34 @@ class SdkModel:
         temperature: float | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
+        async_client: Any = None,
     ) -> None:
         self.params = Params(model=model, max_tokens=max_tokens, temperature=temperature)
+        self._options = (api_key, base_url, timeout, max_retries)
+        self._given = client is not None
         self.client = client if client is not None else self.connect(api_key, base_url, timeout, max_retries)
+        self._async_client: Any = async_client
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         raise TypeError(f"{type(self).__name__} needs client= or a connect() of its own")
+
+    def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        """The SDK's async client (None: this provider has none; ``aexec`` then runs the blocking
+        client in a thread)."""
+        return None
+
+    def async_client(self) -> Any:
+        """The async client given, else one built from the same options (not when a blocking
+        ``client=`` was given without an ``async_client=``: that one is used in a thread)."""
+        if self._async_client is None and not self._given:
+            self._async_client = self.connect_async(*self._options)
+        return self._async_client
+
+    async def acomplete(self, request: ModelRequest) -> Reply:
+        client = self.async_client()
+        if client is None:
+            return await asyncio.to_thread(self.complete, request)
+        return await self.acomplete_with(client, request)
+
+    async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
+        return await asyncio.to_thread(self.complete, request)

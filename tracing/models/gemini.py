@@ -13,6 +13,18 @@ from callctx.components.wire.exchange import ToolCall
 from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
 
 
+def _error(e: Exception) -> Exception:
+    """A Gemini SDK failure as a ModelError (the SDK lets transport errors through unwrapped)."""
+    from google.genai import errors
+
+    if isinstance(e, errors.APIError):
+        code = getattr(e, "code", None)
+        return ModelError("gemini", str(e), status=code, retryable=retryable(code))
+    if type(e).__module__.startswith(("httpx", "httpcore")):
+        return ModelError("gemini", f"{type(e).__name__}: {e}", retryable=True)
+    return e
+
+
 def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     """``generate_content`` keyword arguments (minus ``model``) that make the SDK send ``body``."""
     config: dict[str, Any] = {}
@@ -46,17 +58,24 @@ class Gemini(SdkModel):
         return genai.Client(api_key=api_key, http_options=options)
 
     def complete(self, request: ModelRequest) -> Reply:
-        from google.genai import errors
-
         try:
             r = self.client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
-        except errors.APIError as e:
-            code = getattr(e, "code", None)
-            raise ModelError("gemini", str(e), status=code, retryable=retryable(code)) from e
-        except Exception as e:  # the SDK lets transport errors through unwrapped
-            if type(e).__module__.startswith(("httpx", "httpcore")):
-                raise ModelError("gemini", f"{type(e).__name__}: {e}", retryable=True) from e
-            raise
+        except Exception as e:
+            raise _error(e) from e
+        return self._reply(r)
+
+    async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
+        try:
+            r = await client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
+        except Exception as e:
+            raise _error(e) from e
+        return self._reply(r)
+
+    def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        return self.client.aio  # the Gemini client's async side shares its options
+
+    @staticmethod
+    def _reply(r: Any) -> Reply:
         parts = r.candidates[0].content.parts if r.candidates and r.candidates[0].content else []
         texts = [p.text for p in parts or () if getattr(p, "text", None)]
         calls = [

@@ -29,6 +29,10 @@ class _OpenAI(SdkModel):
         sdk = import_sdk("openai", "openai")
         return sdk.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
+    def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
+        sdk = import_sdk("openai", "openai")
+        return sdk.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
 
 class OpenAIChat(_OpenAI):
     """Chat Completions."""
@@ -42,6 +46,19 @@ class OpenAIChat(_OpenAI):
             r = self.client.chat.completions.create(**request.body)
         except openai.APIError as e:
             raise _error(e) from e
+        return self._reply(r)
+
+    async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
+        import openai
+
+        try:
+            r = await client.chat.completions.create(**request.body)
+        except openai.APIError as e:
+            raise _error(e) from e
+        return self._reply(r)
+
+    @staticmethod
+    def _reply(r: Any) -> Reply:
         choice = r.choices[0]
         msg = choice.message
         calls = [
@@ -65,6 +82,19 @@ class OpenAIResponses(_OpenAI):
             r = self.client.responses.create(**request.body)
         except openai.APIError as e:
             raise _error(e) from e
+        return self._reply(r)
+
+    async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
+        import openai
+
+        try:
+            r = await client.responses.create(**request.body)
+        except openai.APIError as e:
+            raise _error(e) from e
+        return self._reply(r)
+
+    @staticmethod
+    def _reply(r: Any) -> Reply:
         calls = [
             ToolCall(id=item.call_id, name=item.name, arguments=_args(item.arguments))
             for item in r.output

@@ -9,8 +9,10 @@ callable ``(function, request) -> answer`` or a JSON / YAML file of the mapping.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -57,6 +59,24 @@ class ScriptedModel:
         out = tokens.counter(request.context.encoding).count(text)
         return Reply(text, [], Usage(input=usage_in, output=out), self.params.model, "end_turn")
 
+    async def acomplete(self, request: ModelRequest) -> Reply:
+        return self.complete(request)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text delivered a word at a time as it would stream."""
+        reply = self.complete(request)
+        for piece in _pieces(reply.text or ""):
+            on_text(piece)
+        return reply
+
+    async def astream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        reply = self.complete(request)
+        for piece in _pieces(reply.text or ""):
+            done = on_text(piece)
+            if inspect.isawaitable(done):
+                await done
+        return reply
+
     def _answer(self, request: ModelRequest) -> Any:
         fn = request.function
         if self.script is None:
@@ -79,6 +99,11 @@ class ScriptedModel:
             self._ids += 1
             n = self._ids
         return ToolCall(id=f"call_{n}", name=spec["name"], arguments=dict(spec.get("arguments") or {}))
+
+
+def _pieces(text: str) -> list[str]:
+    """A text in the pieces a stream would bring: words with the spaces after them."""
+    return re.findall(r"\S+\s*|\s+", text)
 
 
 def _load(path: Path) -> Mapping[str, Any]:
