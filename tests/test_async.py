@@ -4,6 +4,7 @@ call paths, concurrent tool calls, streaming, and the same records as ``exec``."
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -145,3 +146,94 @@ def test_agent_aexec_with_an_async_tool(tmp_path):
         assert asyncio.run(Reader(runtime=rt).read("trace")) == "a span tree"
     finally:
         rt.close()
+
+
+def _sse(events: list[tuple[str | None, dict]]) -> bytes:
+    out = []
+    for name, data in events:
+        if name:
+            out.append(f"event: {name}\n")
+        out.append(f"data: {json.dumps(data)}\n\n")
+    return "".join(out).encode()
+
+
+OPENAI_STREAM = [(None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece},
+                                      "finish_reason": None}]}) for piece in ("Hel", "lo, ", "world!")] + [
+    (None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    (None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini", "choices": [],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12,
+                      "prompt_tokens_details": {"cached_tokens": 4}}}),
+]  # fmt: skip
+
+ANTHROPIC_STREAM = [
+    ("message_start", {"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-6",
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 9, "output_tokens": 1, "cache_read_input_tokens": 4,
+                  "cache_creation_input_tokens": 0}}}),
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    *[("content_block_delta", {"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "text_delta", "text": piece}}) for piece in ("Hel", "lo, ", "world!")],
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                       "usage": {"output_tokens": 3}}),
+    ("message_stop", {"type": "message_stop"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_providers_stream_and_record_the_same_request(tmp_path, provider):
+    """Against the official SDK on a transport that answers with the provider's own event
+    stream: the text arrives in its deltas, and the request recorded equals the plain one."""
+    import httpx2
+    from sdk import ANTHROPIC_TEXT, OPENAI_TEXT
+
+    from callctx.models.anthropic import AnthropicMessages
+    from callctx.models.openai import OpenAIChat
+
+    sent = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        sent.append(body)
+        if body.get("stream"):
+            events = OPENAI_STREAM if provider == "openai" else ANTHROPIC_STREAM
+            return httpx2.Response(200, content=_sse(events), headers={"content-type": "text/event-stream"})
+        return httpx2.Response(200, json=OPENAI_TEXT if provider == "openai" else ANTHROPIC_TEXT)
+
+    http = httpx2.Client(transport=httpx2.MockTransport(handler))
+    if provider == "openai":
+        import openai
+
+        model = OpenAIChat("gpt-4o-mini", client=openai.OpenAI(api_key="sk-test", max_retries=0, http_client=http))
+    else:
+        import anthropic
+
+        model = AnthropicMessages(
+            "claude-sonnet-4-6", client=anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, http_client=http)
+        )
+    records, pieces = [], []
+    for streamed in (True, False):  # the same call twice, in two runs: streamed, then plain
+        rt = setup(tmp_path / f"{streamed}.jsonl", model=model, session_id="s")
+        rt.on_call(records.append)
+
+        @agentic
+        def greet():
+            return rt.exec("Say hello.", stream=pieces.append if streamed else None)  # noqa: B023
+
+        try:
+            text = greet()
+        finally:
+            rt.close()
+        if streamed:
+            assert text == "Hello, world!"
+    assert pieces == ["Hel", "lo, ", "world!"]  # delivered as the deltas arrived
+    streamed_call, plain_call = records
+    assert streamed_call.reply.usage.cache_read == 4 and streamed_call.reply.usage.output == 3
+    assert streamed_call.body == plain_call.body  # the request recorded is the same as without streaming
+    wire_streamed, wire_plain = sent
+    assert wire_streamed.pop("stream") is True
+    wire_streamed.pop("stream_options", None)
+    assert wire_streamed == wire_plain == streamed_call.body  # and it is what went over the wire

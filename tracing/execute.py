@@ -230,6 +230,23 @@ def _complete(model: Any, request: ModelRequest, stream: Callable[[str], None] |
 async def _acomplete(model: Any, request: ModelRequest, stream: Callable[[str], Any] | None) -> Reply:
     if stream is not None and hasattr(model, "astream"):
         return await model.astream(request, stream)
+    if stream is not None and hasattr(model, "stream"):
+        # the provider streams through its blocking client: in a thread, each piece handed to
+        # ``stream`` on this loop (awaited when it is a coroutine function), in order
+        loop = asyncio.get_running_loop()
+        pending: list[Any] = []
+
+        def hand(text: str) -> None:
+            if inspect.iscoroutinefunction(stream):
+                pending.append(asyncio.run_coroutine_threadsafe(stream(text), loop))
+            else:
+                loop.call_soon_threadsafe(stream, text)
+
+        reply = await asyncio.to_thread(model.stream, request, hand)
+        for done in pending:
+            await asyncio.wrap_future(done)
+        await asyncio.sleep(0)  # let the pieces scheduled last run before the reply is returned
+        return reply
     if hasattr(model, "acomplete"):
         reply = await model.acomplete(request)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
@@ -43,6 +44,20 @@ class AnthropicMessages(SdkModel):
             status = getattr(e, "status_code", None)
             raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
         return self._reply(r)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text handed to ``on_text`` as the deltas arrive."""
+        import anthropic
+
+        try:
+            with self.client.messages.stream(**request.body) as events:
+                for text in events.text_stream:
+                    on_text(text)
+                final = events.get_final_message()
+        except anthropic.APIError as e:
+            status = getattr(e, "status_code", None)
+            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
+        return self._reply(final)
 
     @staticmethod
     def _reply(r: Any) -> Reply:

@@ -6,6 +6,7 @@ The runtime builds the wire body (camelCase, as the API receives it); here it is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
@@ -70,6 +71,30 @@ class Gemini(SdkModel):
         except Exception as e:
             raise _error(e) from e
         return self._reply(r)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text handed to ``on_text`` as the chunks arrive."""
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        last = None
+        try:
+            for chunk in self.client.models.generate_content_stream(
+                model=self.params.model, **sdk_arguments(request.body)
+            ):
+                last = chunk
+                reply = self._reply(chunk)
+                if reply.text:
+                    texts.append(reply.text)
+                    on_text(reply.text)
+                calls.extend(reply.tool_calls)
+        except Exception as e:
+            mapped = _error(e)
+            if mapped is e:
+                raise
+            raise mapped from e
+        end = self._reply(last) if last is not None else Reply(None)
+        numbered = [ToolCall(id=f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
+        return Reply("".join(texts) if texts else None, numbered, end.usage, end.model, end.finish)
 
     def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         return self.client.aio  # the Gemini client's async side shares its options

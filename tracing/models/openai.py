@@ -8,6 +8,7 @@ unchanged, so what the log recorded is what went over the wire.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
@@ -57,6 +58,40 @@ class OpenAIChat(_OpenAI):
             raise _error(e) from e
         return self._reply(r)
 
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text handed to ``on_text`` as the deltas arrive (the request sent is
+        the recorded one, plus the SDK's own streaming flags)."""
+        import openai
+
+        try:
+            chunks = self.client.chat.completions.create(
+                **request.body, stream=True, stream_options={"include_usage": True}
+            )
+            text: list[str] = []
+            calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+            usage, model, finish = None, None, None
+            for chunk in chunks:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    if delta.content:
+                        text.append(delta.content)
+                        on_text(delta.content)
+                    for tc in delta.tool_calls or ():
+                        entry = calls.setdefault(tc.index, ["", "", ""])
+                        entry[0] = tc.id or entry[0]
+                        if tc.function is not None:
+                            entry[1] += tc.function.name or ""
+                            entry[2] += tc.function.arguments or ""
+                    finish = choice.finish_reason or finish
+        except openai.APIError as e:
+            raise _error(e) from e
+        tool_calls = [ToolCall(id=i, name=n, arguments=_args(a)) for i, n, a in (calls[k] for k in sorted(calls))]
+        cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0 if usage else 0
+        used = Usage(input=usage.prompt_tokens, output=usage.completion_tokens, cache_read=cached) if usage else Usage()
+        return Reply("".join(text) if text else None, tool_calls, used, model, finish)
+
     @staticmethod
     def _reply(r: Any) -> Reply:
         choice = r.choices[0]
@@ -92,6 +127,20 @@ class OpenAIResponses(_OpenAI):
         except openai.APIError as e:
             raise _error(e) from e
         return self._reply(r)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text handed to ``on_text`` as the deltas arrive."""
+        import openai
+
+        try:
+            with self.client.responses.stream(**request.body) as events:
+                for event in events:
+                    if getattr(event, "type", "") == "response.output_text.delta":
+                        on_text(event.delta)
+                final = events.get_final_response()
+        except openai.APIError as e:
+            raise _error(e) from e
+        return self._reply(final)
 
     @staticmethod
     def _reply(r: Any) -> Reply:
