@@ -75,6 +75,7 @@ class Index:
         self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
         self._db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is rebuilt from it
         self._lock = threading.Lock()
+        self._waiting: dict[str, list[str]] = {}  # a span not here yet -> the calls whose chain stops at it
 
     def close(self) -> None:
         with self._lock:
@@ -168,7 +169,7 @@ class Index:
             self._db.executemany(
                 "INSERT OR IGNORE INTO blobs VALUES (?,?,?)", [(h, o, n) for h, (o, n) in blobs.items()]
             )
-            self._resolve()
+            self._resolve([c[0] for c in call_rows if c[0] in fresh and not c[13]], list(fresh))
 
     def _traces(self, span_rows: list[tuple[Any, ...]], call_rows: list[tuple[Any, ...]]) -> None:
         """Fold new spans and calls into their traces' totals."""
@@ -210,30 +211,37 @@ class Index:
                  ",".join(sorted(services)), t["calls"], *t["usage"], ",".join(sorted(models))),
             )  # fmt: skip
 
-    def _resolve(self) -> None:
+    def _resolve(self, new_calls: list[str], new_spans: list[str]) -> None:
         """Name the function and call path of foreign calls whose ancestors have arrived (the
-        nearest agentic ancestor; plain spans are transparent). A call whose chain ends at a
-        span that has not arrived yet is tried again after the next request."""
-        pending = self._db.execute("SELECT span_id, parent_id FROM calls WHERE resolved = 0").fetchall()
-        for span_id, parent_id in pending:
+        nearest agentic ancestor; plain spans are transparent): the calls just added, and those
+        whose chain stopped at a span that has just arrived. A chain that stops at a span not
+        here yet waits for it (``_waiting``), so each request pays only for what it brought."""
+        todo = list(new_calls)
+        for sid in new_spans:
+            todo.extend(self._waiting.pop(sid, ()))
+        for call_id in dict.fromkeys(todo):
+            row = self._db.execute("SELECT parent_id, resolved FROM calls WHERE span_id = ?", (call_id,)).fetchone()
+            if row is None or row[1]:
+                continue
             chain: list[str] = []
             complete = True
             seen: set[str] = set()
-            sid = parent_id
+            sid = row[0]
             while sid is not None and sid not in seen and len(seen) < 1000:
                 seen.add(sid)
-                row = self._db.execute(
+                up = self._db.execute(
                     "SELECT parent_id, kind, function FROM spans WHERE span_id = ?", (sid,)
                 ).fetchone()
-                if row is None:
+                if up is None:
                     complete = False
+                    self._waiting.setdefault(sid, []).append(call_id)
                     break
-                if row[1] == "agentic":
-                    chain.append(row[2])
-                sid = row[0]
+                if up[1] == "agentic":
+                    chain.append(up[2])
+                sid = up[0]
             self._db.execute(
                 "UPDATE calls SET function = ?, call_path = ?, resolved = ? WHERE span_id = ?",
-                (chain[0] if chain else None, " → ".join(reversed(chain)) or None, int(complete), span_id),
+                (chain[0] if chain else None, " → ".join(reversed(chain)) or None, int(complete), call_id),
             )
 
     # ---- reading ------------------------------------------------------------------------------
