@@ -237,3 +237,50 @@ def test_providers_stream_and_record_the_same_request(tmp_path, provider):
     assert wire_streamed.pop("stream") is True
     wire_streamed.pop("stream_options", None)
     assert wire_streamed == wire_plain == streamed_call.body  # and it is what went over the wire
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_aexec_goes_through_the_providers_async_client(tmp_path, provider):
+    import httpx2
+    from sdk import ANTHROPIC_TEXT, OPENAI_TEXT
+
+    from callctx.models.anthropic import AnthropicMessages
+    from callctx.models.openai import OpenAIChat
+
+    sent = []
+
+    def handler(request):
+        sent.append(json.loads(request.content))
+        return httpx2.Response(200, json=OPENAI_TEXT if provider == "openai" else ANTHROPIC_TEXT)
+
+    refuse = httpx2.Client(transport=httpx2.MockTransport(lambda r: pytest.fail("the blocking client was used")))
+    async_http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    if provider == "openai":
+        import openai
+
+        model = OpenAIChat(
+            "gpt-4o-mini",
+            client=openai.OpenAI(api_key="sk-test", max_retries=0, http_client=refuse),
+            async_client=openai.AsyncOpenAI(api_key="sk-test", max_retries=0, http_client=async_http),
+        )
+    else:
+        import anthropic
+
+        model = AnthropicMessages(
+            "claude-sonnet-4-6",
+            client=anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, http_client=refuse),
+            async_client=anthropic.AsyncAnthropic(api_key="sk-ant-test", max_retries=0, http_client=async_http),
+        )
+    rt = setup(tmp_path / "e.jsonl", model=model)
+    seen = []
+    rt.on_call(seen.append)
+
+    @agentic
+    async def hello():
+        return await rt.aexec("Say hello.")
+
+    try:
+        assert asyncio.run(hello()) == "Hello!"
+    finally:
+        rt.close()
+    assert sent == [seen[0].body]  # the request the async client sent is the one recorded
