@@ -10,7 +10,7 @@ again in an export file):
   ``\b`` word boundary: ``\b`` fails after an escaped newline (in ``\nsk-...`` the ``n`` is a
   word character) or a ``\u00e9`` escape. The left boundary here (:func:`word_start`) is "not
   after a letter, digit or underscore, *or* right after a ``\n``, ``\r``, ``\t``, ``\b``,
-  ``\f`` or ``\uXXXX`` escape"; after ``\"`` the quote is a boundary already. It holds at every
+  ``\f`` or ``\uHHHH`` escape"; after ``\"`` the quote is a boundary already. It holds at every
   depth of escaping: ``\\n`` (JSON in JSON) also ends in ``\n``.
 * No replacement starts or ends inside an escape sequence, at any depth: token bodies hold no
   backslash; an unquoted value stops at the first backslash that may start an escape; a quoted
@@ -76,12 +76,12 @@ class SecretPattern(NamedTuple):
 # --- building blocks ----------------------------------------------------------------------------
 
 
-_ESCAPES = "nrtbfu"  # letters that make an escape after a backslash: \n \r \t \b \f \uXXXX
+_ESCAPES = "nrtbfu"  # letters that make an escape after a backslash: \n \r \t \b \f \uHHHH
 
 
 def word_start(width: int, *, strict: bool = False) -> str:
     """Left boundary, checked after the ``width`` characters of a token's literal start: the
-    token does not continue a word, or follows a ``\\n``-style or ``\\uXXXX`` escape. ``strict``
+    token does not continue a word, or follows a ``\\n``-style or ``\\uHHHH`` escape. ``strict``
     for tokens whose first letter is an escape letter (``r``, ``b``, ``t``...): then a preceding
     backslash is not a boundary, since the two would be an escape sequence."""
     w = rf"[\s\S]{{{width}}}"
