@@ -189,7 +189,7 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
             shape = None if raw else rx.shaper.redact
             if parts == ["api", "traces"]:
                 total, rows = rx.index.trees(_filter(q), offset=_int(q, "offset", 0), limit=_int(q, "limit", 100))
-                listed = {t["id"]: t for t in rx.traces()} if rows else {}
+                listed = rx.listing(row["id"] for row in rows)
                 for row in rows:
                     extra = listed.get(row["id"], {})
                     row.update({k: extra[k] for k in ("top_calls", "functions", "in_memory") if k in extra})

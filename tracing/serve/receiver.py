@@ -665,6 +665,23 @@ class Receiver:
         rows.sort(key=lambda r: r[0])
         return [row for _, row in rows]
 
+    def listing(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """What ``traces()`` says of the trees ``keys`` (a page of the read API), found by key."""
+        out: dict[str, dict[str, Any]] = {}
+        p = self.projection
+        with p.lock:
+            for key in keys:
+                tree = p.trees.get(key)
+                if tree is not None:
+                    tops = tree.top_calls
+                    out[key] = {"top_calls": len(tops), "functions": [n.function for n in tops[:20]], "in_memory": True}
+                    continue
+                entry = self._index.get(key)
+                if entry is not None and entry.top_calls >= 0:
+                    names = list(self._listing_names[entry.listing]) if entry.listing >= 0 else []
+                    out[key] = {"top_calls": entry.top_calls, "functions": names, "in_memory": False}
+        return out
+
     def health(self, *, detail: bool = True) -> dict[str, Any]:
         """Liveness, and with ``detail`` the counters."""
         if not detail:
