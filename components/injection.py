@@ -275,32 +275,9 @@ def _is_word(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _split_top(p: str) -> list[str]:
-    """The top-level alternatives of pattern ``p``."""
-    out, depth, in_class, start, i = [], 0, False, 0, 0
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(p[start:i])
-            start = i + 1
-        i += 1
-    out.append(p[start:])
-    return out
-
-
-def _group_end(p: str) -> int:
-    """Index of the parenthesis closing the group that opens ``p``."""
+def _structure(p: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, depth before it) of each character of pattern ``p`` that shapes it:
+    those outside escapes and character classes."""
     depth, in_class, i = 0, False, 0
     while i < len(p):
         c = p[i]
@@ -311,13 +288,28 @@ def _group_end(p: str) -> int:
             in_class = c != "]"
         elif c == "[":
             in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+        else:
+            yield i, c, depth
+            depth += (c == "(") - (c == ")")
         i += 1
+
+
+def _split_top(p: str) -> list[str]:
+    """The top-level alternatives of pattern ``p``."""
+    out, start = [], 0
+    for i, c, depth in _structure(p):
+        if c == "|" and depth == 0:
+            out.append(p[start:i])
+            start = i + 1
+    out.append(p[start:])
+    return out
+
+
+def _group_end(p: str) -> int:
+    """Index of the parenthesis closing the group that opens ``p``."""
+    for i, c, depth in _structure(p):
+        if c == ")" and depth == 1:
+            return i
     raise ValueError(f"unbalanced pattern: {p!r}")
 
 

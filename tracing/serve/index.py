@@ -246,33 +246,22 @@ class Index:
 
     # ---- reading ------------------------------------------------------------------------------
     @staticmethod
-    def _where(f: Filter, table: str) -> tuple[str, list[Any]]:
-        sql, args = ["1=1"], []
-        for column, value in (("service", f.service), ("session", f.session), ("model", f.model)):
-            if value is not None and (table == "calls" or column != "model"):
-                sql.append(f"{column} = ?")
-                args.append(value)
-        if f.since_ns is not None:
-            sql.append("start_ns >= ?")
-            args.append(f.since_ns)
-        if f.until_ns is not None:
-            sql.append("start_ns < ?")
-            args.append(f.until_ns)
-        if table == "calls":
-            if f.function is not None:
-                sql.append("function = ?")
-                args.append(f.function)
-            if f.status == "running":
-                sql.append("end_ns IS NULL")
-            elif f.status is not None:
-                sql.append("status = ?")
-                args.append(f.status)
-        return " AND ".join(sql), args
+    def _calls_where(f: Filter) -> tuple[str, list[Any]]:
+        status = {"running": ("end_ns IS NULL", True)}.get(f.status or "", ("status = ?", f.status))
+        return _where(
+            ("service = ?", f.service),
+            ("session = ?", f.session),
+            ("model = ?", f.model),
+            ("start_ns >= ?", f.since_ns),
+            ("start_ns < ?", f.until_ns),
+            ("function = ?", f.function),
+            status,
+        )
 
     def calls(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
         """(how many calls match, one page of them): numbered from 1 in start order over all
         calls, whatever the filter."""
-        where, args = self._where(f, "calls")
+        where, args = self._calls_where(f)
         with self._lock:
             total = self._db.execute(f"SELECT count(*) FROM calls WHERE {where}", args).fetchone()[0]
             rows = self._db.execute(
@@ -308,29 +297,18 @@ class Index:
     def trees(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
         """(how many trees match, one page): a tree is a session, or a trace outside any
         session; each with its services, time span, span and call counts, status and token totals."""
-        where, args = ["1=1"], []
-        if f.session is not None:
-            where.append("session = ?")
-            args.append(f.session)
-        if f.since_ns is not None:
-            where.append("first >= ?")
-            args.append(f.since_ns)
-        if f.until_ns is not None:
-            where.append("first < ?")
-            args.append(f.until_ns)
-        if f.service is not None:
-            where.append("(',' || services || ',') LIKE ?")
-            args.append(f"%,{f.service},%")
-        if f.model is not None:
-            where.append("(',' || models || ',') LIKE ?")
-            args.append(f"%,{f.model},%")
-        if f.function is not None:
-            where.append("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)")
-            args.append(f.function)
+        where, args = _where(
+            ("session = ?", f.session),
+            ("first >= ?", f.since_ns),
+            ("first < ?", f.until_ns),
+            ("(',' || services || ',') LIKE ?", f"%,{f.service},%" if f.service is not None else None),
+            ("(',' || models || ',') LIKE ?", f"%,{f.model},%" if f.model is not None else None),
+            ("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)", f.function),
+        )
         group = (
             "SELECT coalesce(session, trace_id) AS key, min(first), max(last), sum(spans), sum(errors), "
             "sum(running), group_concat(services), sum(calls), sum(input), sum(output), sum(cache_read), "
-            f"sum(cache_write), group_concat(models) FROM traces WHERE {' AND '.join(where)} GROUP BY key"
+            f"sum(cache_write), group_concat(models) FROM traces WHERE {where} GROUP BY key"
         )
         status = {"error": " HAVING sum(errors) > 0", "running": " HAVING sum(running) > 0",
                   "ok": " HAVING sum(errors) = 0 AND sum(running) = 0"}.get(f.status or "", "")  # fmt: skip
@@ -384,6 +362,19 @@ def _i64(value: int | None) -> int | None:
 
 def _usage(i: int | None, o: int | None, cr: int | None, cw: int | None) -> dict[str, int]:
     return {k: v for k, v in (("input", i), ("output", o), ("cache_read", cr), ("cache_write", cw)) if v}
+
+
+def _where(*clauses: tuple[str, Any]) -> tuple[str, list[Any]]:
+    """A WHERE clause of the conditions whose value is given (a ``?`` in the condition takes
+    the value; a condition without one is kept as it is when its value is not None)."""
+    sql, args = ["1=1"], []
+    for condition, value in clauses:
+        if value is None:
+            continue
+        sql.append(condition)
+        if "?" in condition:
+            args.append(value)
+    return " AND ".join(sql), args
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
