@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test extras lint bench clean
+.PHONY: demo test extras browser lint bench clean
 
 $(BIN)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: $(BIN)/.test
 # Their tests run when these exist and are skipped otherwise.
 extras:
 	bash .ci/extras
+
+# Real-browser tests: installs Debian's chromium and chromedriver when missing, then runs tests/browser.
+browser: $(BIN)/.test
+	bash .ci/browser
+	$(BIN)/pytest tests/browser
 
 bench: $(BIN)/.test
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -251,7 +251,7 @@ def _block_hashes(blocks: Iterable[Block]) -> list[int]:
     out = []
     h = 0
     for b in blocks:
-        h = (_chain(h, b.tokens) * _BASE + _BOUNDARY) % _MOD
+        h = (_chain_memo(h, b.tokens) * _BASE + _BOUNDARY) % _MOD
         out.append(h)
     return out
 
@@ -293,7 +293,7 @@ class _Limit:
         out = [0]
         h = 0
         for k in range(self.STEP, len(ids) + 1, self.STEP):
-            h = _chain(h, ids[k - self.STEP : k])
+            h = _chain_memo(h, tuple(ids[k - self.STEP : k]))
             out.append(h)
         return out
 
@@ -312,14 +312,15 @@ class _Limit:
                 hi = mid - 1
         start = lo * self.STEP
         best = start
-        for i in self.marks.get(marks[lo], range(len(self.seqs))) if lo else range(len(self.seqs)):
+        most = min(len(ids), start + self.STEP)  # no candidate can agree further than this
+        for i in reversed(self.marks.get(marks[lo], range(len(self.seqs))) if lo else range(len(self.seqs))):
             seq = self.seqs[i]
             n = start
-            end = min(len(seq), len(ids), start + self.STEP)
+            end = min(len(seq), most)
             while n < end and seq[n] == ids[n]:
                 n += 1
             best = max(best, n)
-            if best - start >= self.STEP:
+            if best >= most:
                 break
         return min(best, budget)
 
@@ -335,6 +336,23 @@ def _chain(h: int, ids: Iterable[int]) -> int:
     for t in ids:
         h = (h * _BASE + t + 1) % _MOD
     return h
+
+
+_CHAINED: dict[tuple[int, tuple[int, ...]], int] = {}
+_CHAINED_MAX = 1 << 15
+
+
+def _chain_memo(h: int, tokens: tuple[int, ...]) -> int:
+    """:func:`_chain` over one stretch of tokens (a block, a step), memoized: the same stretches
+    follow the same prefixes from one request to the next, and hashing the tuple (in C) is far
+    cheaper than the loop."""
+    key = (h, tokens)
+    out = _CHAINED.get(key)
+    if out is None:
+        if len(_CHAINED) >= _CHAINED_MAX:
+            _CHAINED.clear()
+        out = _CHAINED[key] = _chain(h, tokens)
+    return out
 
 
 class Simulator:
@@ -408,7 +426,7 @@ class Simulator:
         h = pos = 0
         block_keyed = self.key == "block"
         for b in req.blocks:
-            h = _chain(h, b.tokens)
+            h = _chain_memo(h, b.tokens)
             if block_keyed:
                 h = (h * _BASE + _BOUNDARY) % _MOD
             pos += len(b.tokens)
@@ -437,14 +455,23 @@ class Simulator:
         points = list(range(self.min_tokens, len(ids) + 1, max(1, self.step)))
         if not points:
             return 0, 0
-        hs = _prefix_hashes(ids)
+        if self.step < 16:  # a point every few tokens: hash them all in one pass
+            every = _prefix_hashes(ids)
+            hs = [every[p - 1] for p in points]
+        else:  # the prefix hash at each point, stretch by stretch
+            hs = []
+            h = last = 0
+            for p in points:
+                h = _chain_memo(h, tuple(ids[last:p]))
+                hs.append(h)
+                last = p
         read = 0
-        for p in reversed(points):
-            if self._alive(hs[p - 1], now):
+        for p, h in zip(reversed(points), reversed(hs), strict=True):
+            if self._alive(h, now):
                 read = p
                 break
-        for p in points:
-            self._entries[hs[p - 1]] = now
+        for h in hs:
+            self._entries[h] = now
         return read, 0
 
 

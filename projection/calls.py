@@ -57,7 +57,9 @@ class ModelCall(msgspec.Struct):
         return (self.end_ns - self.start_ns) / 1e6 if self.end_ns is not None else None
 
 
-class _Span(msgspec.Struct):
+class SpanInfo(msgspec.Struct):
+    """What a ledger keeps of one span: its place, kind and displayed name, its records."""
+
     parent_id: str | None
     kind: str
     function: str
@@ -65,28 +67,67 @@ class _Span(msgspec.Struct):
     end: SpanEnded | None = None
 
 
-def calls_of(records: Iterable[Record]) -> tuple[list[ModelCall], dict[str, str]]:
-    """(the model calls, the stored texts by hash) of a stream of records."""
-    spans: dict[str, _Span] = {}
-    ends: dict[str, SpanEnded] = {}
-    blobs: dict[str, str] = {}
-    for rec in records:
+class CallLedger:
+    """The model calls of a stream of records, kept up to date as records arrive (a log being
+    written, a live receiver). :func:`calls_of` is one pass of it.
+
+    Calls are numbered from 1 in start order (then span id), over the whole stream: a call
+    that arrives late with an earlier start renumbers the ones after it, as a fresh read of
+    the log would. Threading: not thread-safe; callers serialise ``add`` and reads.
+    """
+
+    def __init__(self) -> None:
+        self.spans: dict[str, SpanInfo] = {}
+        self.blobs: dict[str, str] = {}
+        self._ends: dict[str, SpanEnded] = {}  # ends whose start has not arrived
+        self._llm: list[str] = []  # model-call span ids, unordered
+        self._calls: list[ModelCall] | None = None
+        self._by_span: dict[str, ModelCall] = {}
+
+    def add(self, rec: Record) -> None:
         t = type(rec)
         if t is Blob:
-            blobs[rec.hash] = rec.text  # type: ignore[union-attr]
+            self.blobs[rec.hash] = rec.text  # type: ignore[union-attr]
         elif t is SpanStarted:
-            if rec.span_id not in spans:  # type: ignore[union-attr]
+            sid = rec.span_id  # type: ignore[union-attr]
+            if sid not in self.spans:
                 a = rec.attributes  # type: ignore[union-attr]
                 kind = classify(rec.name, a)  # type: ignore[union-attr]
-                spans[rec.span_id] = _Span(rec.parent_id, kind, function_name(rec.name, kind, a), rec)  # type: ignore[union-attr]
+                info = SpanInfo(rec.parent_id, kind, function_name(rec.name, kind, a), rec)  # type: ignore[union-attr,arg-type]
+                info.end = self._ends.pop(sid, None)
+                self.spans[sid] = info
+                if kind == "llm":
+                    self._llm.append(sid)
+                self._calls = None
         elif t is SpanEnded:
-            ends.setdefault(rec.span_id, rec)  # type: ignore[union-attr]
-    out: list[ModelCall] = []
-    for span_id, sp in spans.items():
-        if sp.kind != "llm":
-            continue
-        start = sp.start
-        end = ends.get(span_id)
+            sid = rec.span_id  # type: ignore[union-attr]
+            info = self.spans.get(sid)
+            if info is None:
+                self._ends.setdefault(sid, rec)  # type: ignore[arg-type]
+            elif info.end is None:
+                info.end = rec  # type: ignore[assignment]
+                if info.kind == "llm":
+                    self._by_span.pop(sid, None)
+                self._calls = None
+
+    def calls(self) -> list[ModelCall]:
+        """Every model call so far, numbered. The list and its calls are rebuilt only for
+        what changed since the last read; treat them as read-only."""
+        if self._calls is None:
+            out = []
+            for sid in self._llm:
+                call = self._by_span.get(sid)
+                if call is None or (call.manifest is None and call.function is None):
+                    call = self._by_span[sid] = self._call(sid, self.spans[sid])
+                out.append(call)
+            out.sort(key=lambda c: (c.start_ns, c.span_id))
+            for i, call in enumerate(out, start=1):
+                call.index = i
+            self._calls = out
+        return self._calls
+
+    def _call(self, span_id: str, sp: SpanInfo) -> ModelCall:
+        start, end = sp.start, sp.end
         a = start.attributes
         end_attrs = end.attributes if end is not None else {}
         ours = a.get(s.CONTEXT)
@@ -99,8 +140,8 @@ def calls_of(records: Iterable[Record]) -> tuple[list[ModelCall], dict[str, str]
             end_ns=end.end_ns if end is not None else None,
             provider=provider_of(a, end_attrs),
             model=model_of(a, end_attrs),
-            function=a.get(s.FUNCTION) if ours else _caller(spans, start.parent_id),
-            call_path=a.get(s.CALL_PATH) if ours else _path(spans, start.parent_id),
+            function=a.get(s.FUNCTION) if ours else _caller(self.spans, start.parent_id),
+            call_path=a.get(s.CALL_PATH) if ours else _path(self.spans, start.parent_id),
             manifest=ours if isinstance(ours, str) else None,
             usage=usage_of(a, end_attrs),
             service=start.service,
@@ -109,14 +150,18 @@ def calls_of(records: Iterable[Record]) -> tuple[list[ModelCall], dict[str, str]
         if end is not None:
             call.status = "error" if end.status == "error" else "ok"
             call.error = end.error
-        out.append(call)
-    out.sort(key=lambda c: (c.start_ns, c.span_id))
-    for i, call in enumerate(out, start=1):
-        call.index = i
-    return out, blobs
+        return call
 
 
-def _agentic_chain(spans: dict[str, _Span], parent_id: str | None) -> list[str]:
+def calls_of(records: Iterable[Record]) -> tuple[list[ModelCall], dict[str, str]]:
+    """(the model calls, the stored texts by hash) of a stream of records."""
+    ledger = CallLedger()
+    for rec in records:
+        ledger.add(rec)
+    return ledger.calls(), ledger.blobs
+
+
+def _agentic_chain(spans: dict[str, SpanInfo], parent_id: str | None) -> list[str]:
     """The functions of the agentic ancestors, nearest first (plain spans are transparent)."""
     names: list[str] = []
     seen: set[str] = set()
@@ -129,12 +174,12 @@ def _agentic_chain(spans: dict[str, _Span], parent_id: str | None) -> list[str]:
     return names
 
 
-def _caller(spans: dict[str, _Span], parent_id: str | None) -> str | None:
+def _caller(spans: dict[str, SpanInfo], parent_id: str | None) -> str | None:
     chain = _agentic_chain(spans, parent_id)
     return chain[0] if chain else None
 
 
-def _path(spans: dict[str, _Span], parent_id: str | None) -> str | None:
+def _path(spans: dict[str, SpanInfo], parent_id: str | None) -> str | None:
     chain = _agentic_chain(spans, parent_id)
     return " → ".join(reversed(chain)) if chain else None
 

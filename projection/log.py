@@ -377,6 +377,15 @@ def read_log(
                     yield last
 
 
+def decode_block(
+    block: bytes, path: Path, line_no: int = 0, offset: int = 0, damage: list[Damage] | None = None
+) -> list[Record]:
+    """The readable records of ``block``, whole newline-ended lines of the log at ``path``
+    starting at line ``line_no + 1`` and byte ``offset`` (for a reader that follows a log as it
+    grows); damaged lines are skipped and reported as :func:`read_log` reports them."""
+    return list(_decode_block(block, path, line_no, offset, False, damage))
+
+
 def _decode_block(
     block: bytes, path: Path, line_no: int, offset: int, strict: bool, damage: list[Damage] | None
 ) -> Iterator[Record]:

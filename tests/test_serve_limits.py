@@ -170,6 +170,7 @@ def test_over_the_connection_cap_a_client_gets_503_at_once(serve):
 def test_threads_stay_bounded_while_50_slow_clients_connect(serve):
     _, srv, port = serve(read_timeout=30, max_connections=8)
     before = threading.active_count()
+    others = {t.ident for t in threading.enumerate()}  # earlier servers' workers may still be leaving
     clients = []
     for _ in range(50):
         sock = connect(port)
@@ -196,7 +197,7 @@ def test_threads_stay_bounded_while_50_slow_clients_connect(serve):
     assert all(a.startswith(b"HTTP/1.1 503 ") and b"\r\nRetry-After: " in a for a in answered.values())
     assert srv.worker_threads <= 8
     assert threading.active_count() <= before + 8 + 2  # the workers, the helper that closes the turned away
-    assert sum(t.name == "callctx-http" for t in threading.enumerate()) <= 8
+    assert sum(t.name == "callctx-http" and t.ident not in others for t in threading.enumerate()) <= 8
     for sock in clients:
         sock.close()
     assert wait_until(lambda: srv.open_connections == 0)

@@ -379,6 +379,46 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import signal
+    import threading
+    import webbrowser
+
+    from .serve.http_server import serve_page
+    from .shaping import Shaper
+    from .ui import LogStore, Views
+
+    path = Path(args.log)
+    if path.is_dir():
+        raise CliError(f"{path} is a folder, not an event log")
+    if path.exists() and path.stat().st_size:
+        check_event_log(args.log)
+    elif not path.parent.is_dir():
+        raise CliError(f"no folder {path.parent} for the event log {path}")
+    store = LogStore(path)
+    store.refresh()
+    shape = None if args.raw else Shaper().redact
+    try:
+        server = serve_page(Views(store), args.host, args.port, shape=shape)
+    except OSError as e:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{server.server_port}/ui/"
+    waiting = "" if path.exists() else " (waiting for the log to appear)"
+    out.write(f"callctx ui: {url}  ({path}{waiting}; Ctrl-C stops)\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"warning: the page is open to anyone who can reach {args.host}; it has no token\n")
+    out.flush()
+    if args.open:
+        webbrowser.open(url)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.shutdown()
+    return EXIT_OK
+
+
 def check_event_log(path: str) -> Path:
     """``path`` as an event log, or a :class:`CliError` (exit 2) saying why it is not one."""
     p = Path(path)
@@ -705,6 +745,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="call trees kept in memory; the least recently updated finished ones leave "
                         "(the log keeps them, the read API folds them back) (default 1000)")  # fmt: skip
     p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser("ui", help="the debugger page for an event log (live while the log grows)")
+    p.add_argument("log")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=4320, help="port (default 4320; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a browser")
+    p.add_argument("--raw", action="store_true", help="show texts as recorded (default: secrets redacted)")
+    p.set_defaults(run=cmd_ui)
 
     p = sub.add_parser("export", help="write an event log's spans as OTLP/JSON or Jaeger JSON")
     p.add_argument("log")

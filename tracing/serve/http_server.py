@@ -25,10 +25,12 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from datetime import datetime
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from google.protobuf.json_format import MessageToDict
 from google.rpc import status_pb2
@@ -36,6 +38,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
+
+from callctx.ui import routes as ui_routes
+from callctx.ui.store import LogStore
+from callctx.ui.views import Views
 
 from .body import BodyError, read_body
 from .index import Filter
@@ -45,6 +51,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_READ_TIMEOUT = 10.0  # seconds for a whole request to arrive (and for each response write)
 DEFAULT_MAX_CONNECTIONS = 256
+_COOKIE = "callctx_token"  # the page's token, once a browser opened /ui?token=...
 RETRY_AFTER = 1  # seconds, in the 503 answered over the connection cap
 IDLE_WORKER = 30.0  # seconds a worker thread waits for a connection before it exits
 
@@ -69,41 +76,82 @@ class _DeadlineReader(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The connection plumbing every handler here shares: the request deadline, the response
+    write limit, debug-level access logging, and the answer helpers."""
+
+    server_version = "callctx-receiver"
+    protocol_version = "HTTP/1.1"
+    read_timeout = DEFAULT_READ_TIMEOUT
+    timeout = DEFAULT_READ_TIMEOUT  # set on the socket by StreamRequestHandler.setup
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
+    deadline: float | None = None  # monotonic time by which the request must have arrived
+
+    def setup(self) -> None:
+        super().setup()
+        plain, self.rfile = self.rfile, io.BufferedReader(_DeadlineReader(self.connection, self))
+        plain.close()
+
+    def handle_one_request(self) -> None:
+        self.deadline = time.monotonic() + self.read_timeout  # waiting for a request counts too
+        super().handle_one_request()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.deadline = None  # the request is in: the response's writes get their own limit
+        self.connection.settimeout(self.read_timeout)
+        super().send_response(code, message)
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        log.debug("%s " + fmt, self.address_string(), *args)
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj, ensure_ascii=False).encode(), JSON)
+
+    def _page(self, views: Views, parts: list[str], query: dict[str, str], shape: Any) -> None:
+        """Answer a GET of the debugger page (``/ui...``)."""
+        resp = ui_routes.respond(views, parts, query, shape)
+        self._send(resp.status, resp.body, resp.content_type, ui_routes.HEADERS)
+
+    def _redirect(self, location: str, cookie: str | None = None) -> None:
+        self.send_response(303)
+        self.send_header("Location", location)
+        if cookie is not None:
+            self.send_header("Set-Cookie", cookie)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
 def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "callctx-receiver"
-        protocol_version = "HTTP/1.1"
-        timeout = read_timeout  # set on the socket by StreamRequestHandler.setup
-        disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
-        deadline: float | None = None  # monotonic time by which the request must have arrived
+    page_lock = threading.Lock()
+    page: list[Views] = []  # the page's views over the receiver's log, made on first visit
 
-        def setup(self) -> None:
-            super().setup()
-            plain, self.rfile = self.rfile, io.BufferedReader(_DeadlineReader(self.connection, self))
-            plain.close()
+    def views() -> Views | None:
+        if rx.log is None:
+            return None
+        with page_lock:
+            if not page:
+                page.append(Views(LogStore(rx.log.path)))
+            return page[0]
 
-        def handle_one_request(self) -> None:
-            self.deadline = time.monotonic() + read_timeout  # waiting for a request counts too
-            super().handle_one_request()
+    wait = read_timeout
 
-        def send_response(self, code: int, message: str | None = None) -> None:
-            self.deadline = None  # the request is in: the response's writes get their own limit
-            self.connection.settimeout(read_timeout)
-            super().send_response(code, message)
+    class Handler(_Handler):
+        timeout = read_timeout = wait
 
-        def log_message(self, fmt: str, *args: Any) -> None:
-            log.debug("%s " + fmt, self.address_string(), *args)
-
-        # -- helpers --
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, obj: Any) -> None:
-            self._send(status, json.dumps(obj, ensure_ascii=False).encode(), JSON)
+        def _authorized(self) -> bool:
+            if rx.authorized(self.headers.get("Authorization")):
+                return True
+            self._json(401, {"error": "missing or wrong bearer token"})
+            return False
 
         def _status(self, status: int, message: str, content_type: str) -> None:
             """An error as a google.rpc.Status, in the request's encoding (OTLP/HTTP)."""
@@ -113,12 +161,6 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
                 self._send(status, st.SerializeToString(), PROTOBUF)
             else:
                 self._json(status, MessageToDict(st))
-
-        def _authorized(self) -> bool:
-            if rx.authorized(self.headers.get("Authorization")):
-                return True
-            self._json(401, {"error": "missing or wrong bearer token"})
-            return False
 
         # -- OTLP --
         def do_POST(self) -> None:
@@ -170,6 +212,9 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
                     health["open_connections"] = getattr(self.server, "open_connections", None)
                 self._json(200, health)
                 return
+            if parts[:1] == ["ui"]:
+                self._ui(url.path, parts, parse_qs(url.query))
+                return
             if not self._authorized():
                 return
             try:
@@ -178,6 +223,29 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
                 self._json(404, {"error": str(e).strip("'\"")})
             except ValueError as e:
                 self._json(400, {"error": str(e)})
+
+        def _ui(self, path: str, parts: list[str], query: dict[str, list[str]]) -> None:
+            """The debugger page, behind the token when one is set: a browser opens
+            ``/ui?token=T`` once and keeps the token in a cookie scoped to ``/ui``."""
+            q = {k: v[-1] for k, v in query.items()}
+            token = q.pop("token", None)
+            if token is not None and rx.token is not None and rx.authorized(f"Bearer {token}"):
+                rest = urlencode(q)
+                cookie = f"{_COOKIE}={token}; Path=/ui; HttpOnly; SameSite=Strict"
+                self._redirect(path + (f"?{rest}" if rest else ""), cookie)
+                return
+            jar = SimpleCookie()
+            with contextlib.suppress(CookieError):
+                jar.load(self.headers.get("Cookie", ""))
+            held = jar[_COOKIE].value if _COOKIE in jar else None
+            if not (rx.authorized(self.headers.get("Authorization")) or rx.authorized(f"Bearer {held}")):
+                self._json(401, {"error": "missing or wrong token: open /ui?token=<token> once"})
+                return
+            v = views()
+            if v is None:
+                self._json(404, {"error": "this receiver keeps no event log, and the page reads the log"})
+                return
+            self._page(v, parts, q, rx.shaper.redact)
 
         def _api(self, parts: list[str], query: dict[str, list[str]]) -> None:
             """The read API. What it serves is shaped (secrets redacted) unless a token is set,
@@ -348,6 +416,7 @@ class _Server(ThreadingHTTPServer):
         self._workers = 0
         self._queue: queue.SimpleQueue[tuple[Any, Any] | None] = queue.SimpleQueue()
         self._rejecter = _Rejecter()
+        self._serving: set[socket.socket] = set()  # connections a worker is serving
         super().__init__(address, handler)
 
     @property
@@ -394,10 +463,13 @@ class _Server(ThreadingHTTPServer):
                 with self._lock:
                     self._workers -= 1
                 return
+            with self._lock:
+                self._serving.add(item[0])
             try:
                 self.process_request_thread(*item)  # handles, reports errors, closes the socket
             finally:
                 with self._lock:
+                    self._serving.discard(item[0])
                     self._busy -= 1
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -409,11 +481,16 @@ class _Server(ThreadingHTTPServer):
             log.exception("callctx: request from %s failed", client_address)
 
     def shutdown(self) -> None:
-        """Stop accepting, close the listening socket, and let idle workers go."""
+        """Stop accepting, close the listening socket, end the connections being served (a
+        browser's idle keep-alive connection would otherwise hold its worker until the read
+        timeout), and let idle workers go."""
         super().shutdown()
         self.server_close()
         with self._lock:
             workers = self._workers
+            for sock in self._serving:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
         for _ in range(workers):
             self._queue.put(None)
         self._rejecter.close()
@@ -428,11 +505,56 @@ def serve_http(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> ThreadingHTTPServer:
     """Start the OTLP/HTTP server and read API in a background thread."""
+    return _start(make_handler(rx, read_timeout), host, port, read_timeout, max_connections, "callctx-http-accept")
+
+
+def _start(
+    handler: type[BaseHTTPRequestHandler], host: str, port: int, read_timeout: float, max_connections: int, name: str
+) -> ThreadingHTTPServer:
     if read_timeout <= 0:
         raise ValueError(f"read_timeout must be positive, not {read_timeout}")
-    server = _Server((host, port), make_handler(rx, read_timeout), max_connections=max_connections)
-    threading.Thread(target=server.serve_forever, name="callctx-http-accept", daemon=True).start()
+    server = _Server((host, port), handler, max_connections=max_connections)
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
     return server
+
+
+def make_page_handler(
+    views: Views, shape: Any, read_timeout: float = DEFAULT_READ_TIMEOUT
+) -> type[BaseHTTPRequestHandler]:
+    """A handler that serves only the debugger page (``callctx ui LOG``)."""
+
+    wait = read_timeout
+
+    class PageHandler(_Handler):
+        timeout = read_timeout = wait
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            parts = [p for p in url.path.split("/") if p]
+            if not parts:
+                self._redirect("/ui/")
+                return
+            if parts[0] != "ui":
+                self._json(404, {"error": f"no route {url.path}; the page is at /ui/"})
+                return
+            self._page(views, parts, {k: v[-1] for k, v in parse_qs(url.query).items()}, shape)
+
+    return PageHandler
+
+
+def serve_page(
+    views: Views,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    shape: Any = None,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> ThreadingHTTPServer:
+    """Serve the debugger page over ``views`` in a background thread; ``shape`` redacts what
+    the page's API answers (None: sent as the log holds it)."""
+    handler = make_page_handler(views, shape, read_timeout)
+    return _start(handler, host, port, read_timeout, max_connections, "callctx-ui-accept")
 
 
 def _int(q: dict[str, str], name: str, default: int) -> int:

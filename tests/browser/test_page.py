@@ -1,0 +1,283 @@
+"""The debugger page in a real browser (Debian's headless Chromium through Selenium): what it
+shows of a call equals `callctx context`, the diff names the segment that changed, a deep link
+opens the same view, it follows a growing log and spans arriving at `callctx serve` without a
+reload, and a session of ten thousand calls opens and scrolls."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import urllib.request
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from callctx import agentic, setup
+from callctx.cli import main
+from callctx.demo import run
+from callctx.models import ScriptedModel
+from callctx.serve import Receiver, serve_http
+from callctx.serve.http_server import serve_page
+from callctx.shaping import Shaper
+from callctx.ui import LogStore, Views
+
+from .conftest import js_errors, screenshot, wait_for
+from .logs import demo_log, many_calls
+
+pytest.importorskip("selenium", reason="run `make browser`")
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
+
+
+def cli(*args):
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in args], out, err)
+    assert code == 0, err.getvalue()
+    return out.getvalue()
+
+
+class Page:
+    """``callctx ui`` for one log, as the command serves it."""
+
+    def __init__(self, log):
+        self.views = Views(LogStore(log))
+        self.views.store.refresh()
+        self.server = serve_page(self.views, "127.0.0.1", 0, shape=Shaper().redact)
+        self.base = f"http://127.0.0.1:{self.server.server_port}"
+
+    def api(self, path):
+        with urllib.request.urlopen(self.base + path, timeout=10) as resp:
+            return json.loads(resp.read())
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    log = demo_log(tmp_path_factory.mktemp("demo"))
+    page = Page(log)
+    yield log, page
+    page.server.shutdown()
+
+
+def css(driver, selector):
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def open_page(driver, url):
+    driver.get(url)
+    js_errors(driver)  # start from an empty console
+
+
+_SEGMENT = re.compile(r"^── (\S+) · (L\d) · (\d+) tokens", re.M)
+_TOOLS = re.compile(r"^── tools \(.*; (\d+) tokens\)", re.M)
+
+
+def expected_segments(log, n):
+    """(component, layer, tokens) of each block `callctx context --at N` prints, and the total."""
+    out = cli("context", log, "--at", n)
+    rows = [(c, layer, int(t)) for c, layer, t in _SEGMENT.findall(out)]
+    tools = _TOOLS.search(out)
+    total = int(re.search(r"^([\d,]+) tokens, ", out, re.M).group(1).replace(",", ""))
+    return rows, int(tools.group(1)) if tools else None, total
+
+
+@pytest.mark.parametrize("n", [2, 7, 11])
+def test_a_call_shows_the_segments_and_tokens_of_callctx_context(browser, demo, n):
+    log, page = demo
+    open_page(browser, f"{page.base}/ui/calls/{n}")
+    rows, tools_tokens, total = expected_segments(log, n)
+    wait_for(browser, lambda d: len(css(d, "[data-testid=segment]")) == len(rows) + (tools_tokens is not None))
+    shown = [
+        (e.get_attribute("data-component"), e.get_attribute("data-layer"), int(e.get_attribute("data-tokens")))
+        for e in css(browser, "[data-testid=segment]")
+    ]
+    assert [s for s in shown if s[0] != "tools"] == rows
+    if tools_tokens is not None:
+        assert [s[2] for s in shown if s[0] == "tools"] == [tools_tokens]
+    assert int(css(browser, "[data-testid=call-total]")[0].get_attribute("data-tokens")) == total
+    # the model call is selected in the tree, and its path marked as the model saw it
+    path = page.api(f"/ui/api/calls/{n}")["path"]
+    wait_for(browser, lambda d: len(css(d, "[data-testid=node].on-path")) == len(path), message="the path marked")
+    marked = [e.get_attribute("data-span") for e in css(browser, "[data-testid=node].on-path")]
+    assert marked == path
+    selected = css(browser, "[data-testid=node][aria-selected=true]")
+    assert [e.get_attribute("data-call") for e in selected] == [str(n)]
+    assert "# you are here" in browser.find_element(By.ID, f"seg-{_tree_segment(page, n)}").text
+    assert js_errors(browser) == []
+
+
+def _tree_segment(page, n):
+    return next(s["i"] for s in page.api(f"/ui/api/calls/{n}")["segments"] if s["component"] == "call_tree")
+
+
+def test_the_diff_names_the_segment_that_changed(browser, demo):
+    _, page = demo
+    for n in (3, 8):
+        diff = page.api(f"/ui/api/calls/{n}")["diff"]
+        open_page(browser, f"{page.base}/ui/calls/{n}")
+        el = wait_for(browser, lambda d: (css(d, "[data-testid=diff][data-component]") or [None])[0])
+        assert el.get_attribute("data-component") == diff["component"]
+        assert el.get_attribute("data-segment") == str(diff["segment"])
+        assert diff["component"] in el.text and f"call {diff['previous']}" in el.text
+    assert js_errors(browser) == []
+
+
+def test_a_deep_link_opens_the_same_view(browser, demo):
+    _, page = demo
+    seg = _tree_segment(page, 5)
+    open_page(browser, f"{page.base}/ui/calls/5#seg-{seg}")
+    target = wait_for(browser, lambda d: (css(d, f"#seg-{seg} pre") or [None])[0])
+    wait_for(browser, lambda d: target.is_displayed(), message="the linked segment expanded")
+    others = [e for e in css(browser, "[data-testid=segment] pre") if e != target]
+    assert others and not any(e.is_displayed() for e in others)  # only the linked one is open
+    # the call's tree is open too, found from the call
+    tree = page.api("/ui/api/calls/5")["tree"]
+    wait_for(browser, lambda d: css(d, f"[data-testid=tree-row][data-id='{tree}'][aria-selected=true]"))
+
+
+def test_request_as_sent_and_in_another_wire(browser, demo):
+    log, page = demo
+    open_page(browser, f"{page.base}/ui/calls/2")
+    pre = wait_for(browser, lambda d: (css(d, "[data-testid=request]") or [None])[0])
+    wait_for(browser, lambda d: pre.text.strip().startswith("{"))
+    assert json.loads(pre.get_attribute("textContent")) == json.loads(cli("context", log, "--at", 2, "--json"))
+    Select(css(browser, "[data-testid=wire-select]")[0]).select_by_value("gemini")
+    wait_for(browser, lambda d: '"contents"' in css(d, "[data-testid=request]")[0].get_attribute("textContent"))
+
+
+def test_the_chart_and_the_provider(browser, demo):
+    _, page = demo
+    open_page(browser, f"{page.base}/ui/traces/demo")
+    wait_for(browser, lambda d: css(d, "[data-testid=chart]"))
+    open_page(browser, f"{page.base}/ui/calls/4")
+    wait_for(browser, lambda d: len(css(d, "[data-testid=seg-cache]")) > 0)
+    before = [e.text for e in css(browser, "[data-testid=seg-cache]")]
+    Select(css(browser, "[data-testid=provider-select]")[0]).select_by_value("openai")
+    want = page.api("/ui/api/calls/4?provider=openai")["segments"]
+    wait_for(browser, lambda d: len(css(d, "[data-testid=seg-cache]")) == len(want))
+    assert before  # the numbers are shown per segment
+    assert js_errors(browser) == []
+
+
+def test_the_keyboard_opens_a_tree_and_a_call(browser, demo):
+    _, page = demo
+    open_page(browser, f"{page.base}/ui/")
+    row = wait_for(browser, lambda d: (css(d, "[data-testid=tree-row]") or [None])[0])
+    row.send_keys(Keys.ENTER)
+    wait_for(browser, lambda d: d.current_url.endswith(f"/ui/traces/{row.get_attribute('data-id')}"))
+    call_row = wait_for(browser, lambda d: (css(d, "[data-testid=call-row]") or [None])[0])
+    n = call_row.get_attribute("data-index")
+    call_row.send_keys(Keys.ENTER)
+    wait_for(browser, lambda d: d.current_url.endswith(f"/ui/calls/{n}"))
+    wait_for(browser, lambda d: css(d, "[data-testid=segment]"))
+
+
+def test_calls_appended_to_a_live_log_appear_without_a_reload(browser, tmp_path):
+    log = tmp_path / "live.jsonl"
+    rt = setup(log, session_id="live", model=ScriptedModel({"*": [f"answer {i}" for i in range(10)]}))
+
+    @agentic
+    def step(i: int) -> str:
+        return rt.exec(f"step {i}")
+
+    step(1)
+    page = Page(log)
+    try:
+        open_page(browser, f"{page.base}/ui/traces/live")
+        wait_for(browser, lambda d: len(css(d, "[data-testid=call-row]")) == 1)
+        browser.execute_script("window.__same_page = true")
+        for i in (2, 3):
+            step(i)
+        wait_for(browser, lambda d: len(css(d, "[data-testid=call-row]")) == 3, message="the new calls listed")
+        wait_for(browser, lambda d: "3 calls" in css(d, "[data-testid=live-status]")[0].text)
+        assert browser.execute_script("return window.__same_page === true")  # no reload happened
+    finally:
+        rt.close()
+        page.server.shutdown()
+
+
+def test_spans_arriving_at_serve_appear_without_a_reload(browser, tmp_path):
+    rx = Receiver(tmp_path / "received.jsonl", token="t0ken")
+    server = serve_http(rx, "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{server.server_port}"
+    rt = setup(tmp_path / "agent.jsonl", session_id="remote", model=ScriptedModel({"*": ["ok"] * 5}))
+    rt.provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces", headers={"Authorization": "Bearer t0ken"}))
+    )
+    rt.send_texts = True
+
+    @agentic
+    def ask(q: str) -> str:
+        return rt.exec(q)
+
+    try:
+        ask("first")
+        open_page(browser, f"{base}/ui/traces/remote?token=t0ken")  # sets the cookie, then the page
+        wait_for(browser, lambda d: len(css(d, "[data-testid=call-row]")) == 1)
+        assert "token" not in browser.current_url
+        browser.execute_script("window.__same_page = true")
+        ask("second")
+        wait_for(browser, lambda d: len(css(d, "[data-testid=call-row]")) == 2, message="the span that arrived")
+        assert browser.execute_script("return window.__same_page === true")
+        css(browser, "[data-testid=call-row][data-index='2']")[0].click()
+        wait_for(browser, lambda d: css(d, "[data-testid=segment]"))
+    finally:
+        rt.close()
+        server.shutdown()
+        rx.close()
+
+
+def test_ten_thousand_calls_open_and_scroll(browser, demo, tmp_path):
+    log, _ = demo
+    big = tmp_path / "big.jsonl"
+    n = many_calls(log, big, 10_000)
+    page = Page(big)
+    try:
+        open_page(browser, f"{page.base}/ui/traces/demo")
+        wait_for(browser, lambda d: css(d, "[data-testid=call-row]"), timeout=30)
+        assert len(css(browser, "[data-testid=call-row]")) < 200  # only what is visible is in the page
+        calls = css(browser, "[data-testid=calls-list]")[0]
+        browser.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", calls)
+        last = wait_for(browser, lambda d: css(d, f"[data-testid=call-row][data-index='{n}']"), timeout=30)
+        assert len(css(browser, "[data-testid=call-row]")) < 200
+        last[0].click()
+        wait_for(browser, lambda d: d.current_url.endswith(f"/ui/calls/{n}"))
+        wait_for(browser, lambda d: css(d, "[data-testid=segment]"), timeout=60)
+        nodes = css(browser, "[data-testid=tree] [data-testid=node]")
+        assert 0 < len(nodes) < 1000  # the tree is loaded level by level, not whole
+        assert js_errors(browser) == []
+    finally:
+        page.server.shutdown()
+
+
+def test_the_pictures_in_the_readme(browser, tmp_path):
+    """The demo at a scale where the prompt cache hits, as the README shows it (the pictures are
+    saved when CALLCTX_SCREENSHOTS is set); each view shows the cache reads it should."""
+    log = tmp_path / "events.jsonl"
+    rt = setup(log, session_id="demo")
+    run(rt, scale=8)
+    rt.close()
+    page = Page(log)
+    try:
+        chart = page.api("/ui/api/trees/demo/chart")["calls"]
+        n = max(chart, key=lambda c: (c["read"] > 0, c["write"] == 0, c["index"]))["index"]
+        detail = page.api(f"/ui/api/calls/{n}")
+        assert detail["simulation"]["read"] > 0  # a call whose prefix the cache served
+        open_page(browser, f"{page.base}/ui/calls/{n}")
+        wait_for(browser, lambda d: len(css(d, "[data-testid=segment]")) == len(detail["segments"]))
+        shown = [e.text for e in css(browser, "[data-testid=seg-cache]")]
+        reads = [s["cache"]["read"] for s in detail["segments"]]
+        assert any(f"read {r:,}" in t for r, t in zip(reads, shown, strict=True) if r)
+        screenshot(browser, "call")
+        diff = css(browser, "[data-testid=diff]")[0]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", diff)
+        wait_for(browser, lambda d: diff.get_attribute("data-component") == detail["diff"]["component"])
+        screenshot(browser, "diff")
+        open_page(browser, f"{page.base}/ui/traces/demo")
+        wait_for(browser, lambda d: css(d, "[data-testid=chart]") and css(d, "[data-testid=call-row]"))
+        screenshot(browser, "session")
+        assert js_errors(browser) == []
+    finally:
+        page.server.shutdown()

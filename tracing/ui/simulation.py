@@ -1,0 +1,92 @@
+"""The provider cache simulated over a log's recorded calls, kept as the log grows, and split
+per segment for the page.
+
+One :class:`LogSimulation` per provider replays callctx's own calls in call order through
+:class:`callctx.components.cache.Simulator`, exactly as ``callctx cache LOG --provider P``
+does (same requests, same times), so the page and the command agree. It only steps forward:
+when calls are appended it simulates the new ones; when the order of calls already simulated
+changed (a call arrived late with an earlier start) it starts again.
+
+Threading: not thread-safe; the page's views call it under the store's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from callctx.components import cache, record
+from callctx.components.context import Context
+from callctx.components.wire.exchange import Exchange
+from callctx.projection.calls import ModelCall
+
+Restore = Callable[[ModelCall], tuple[Context, list[Exchange]]]
+
+
+class Share(msgspec.Struct, frozen=True):
+    """Tokens of one segment (or exchange) read from the cache, written to it, or neither."""
+
+    read: int
+    write: int
+    uncached: int
+
+
+class LogSimulation:
+    """One provider's cache over the own calls of a log, simulated up to the call asked for."""
+
+    def __init__(self, provider: str, model: str, rules: dict | None, tokenize: cache.Tokenizer) -> None:
+        self.sim = cache.Simulator(provider, model, rules)
+        self.provider, self.model = provider, model
+        self._rules = rules
+        self._tokenize = tokenize
+        self.spans: list[str] = []  # span ids simulated, in order
+        self.results: list[cache.CallResult] = []
+        self._t0: int | None = None
+
+    def upto(self, calls: Sequence[ModelCall], last: int, restore: Restore) -> list[cache.CallResult]:
+        """Results for ``calls[: last + 1]`` (own calls, in call order)."""
+        k = len(self.spans)
+        if [c.span_id for c in calls[:k]] != self.spans:
+            self.__init__(self.provider, self.model, self._rules, self._tokenize)  # type: ignore[misc]
+            k = 0
+        for c in calls[k : last + 1]:
+            if self._t0 is None:
+                self._t0 = c.start_ns
+            context, exchanges = restore(c)
+            req = cache.request_of(
+                context, exchanges, time_s=(c.start_ns - self._t0) / 1e9, label=c.function or "turn",
+                tokenize=self._tokenize,
+            )  # fmt: skip
+            self.results.append(self.sim.step_one(req))
+            self.spans.append(c.span_id)
+        return self.results[: last + 1]
+
+
+def shares(sizes: Sequence[int], result: cache.CallResult) -> list[Share]:
+    """Split a call's simulated read / written / uncached tokens over its parts in order
+    (segments, then exchanges) of ``sizes`` tokens: a cache reads a prefix, writes what follows
+    up to its last breakpoint, and the rest is uncached. The simulator counts tokens of the
+    blocks as sent (stretches of system text are joined), which may differ by a few tokens from
+    the sum of the parts: positions are scaled to it."""
+    whole = sum(sizes)
+    scale = whole / result.total if result.total else 0.0
+    read_to = result.read * scale
+    write_to = (result.read + result.write) * scale
+    out = []
+    pos = 0
+    for n in sizes:
+        a, b = pos, pos + n
+        read = max(0.0, min(b, read_to) - a)
+        write = max(0.0, min(b, write_to) - max(a, read_to))
+        r, w = round(read), round(write)
+        out.append(Share(r, w, max(0, n - r - w)))
+        pos = b
+    return out
+
+
+def restore(call: ModelCall, blobs: dict[str, str]) -> tuple[Context, list[Exchange]]:
+    """A recorded call's context and tool exchanges (``record.RecordError`` when it cannot be)."""
+    if call.manifest is None:
+        raise record.RecordError(f"call {call.index} carries no recorded context")
+    return record.restore(record.manifest(call.manifest), blobs)

@@ -1,0 +1,354 @@
+// detail.js: the right pane, one model call as the model saw it (/ui/api/calls/{n}).
+//   header (function, call path, model, status, latency, usage, verified), provider select,
+//   the segments in order (collapsible, coloured by layer, cache numbers, ▲ breakpoints,
+//   "# you are here" highlighted), exchanges, the diff with the previous call, and the request
+//   JSON per wire with a copy button. Calls another instrumentation traced ("reconstructed")
+//   get a banner and their system texts, messages and output by role instead.
+// Segment #seg-I in the URL fragment is expanded and scrolled to; toggling a segment updates
+// the fragment with history.replaceState.
+
+import { api, h, fmtInt, fmtCost, fmtMs, fmtTime, fmtUsage, statusBadge } from "./api.js";
+
+// Known stability layers -> colour class; anything else is grey ("other").
+const LAYERS = {
+  L0: "stable", stable: "stable",
+  L1: "session", session: "session", project: "session",
+  tree: "tree",
+  L2: "turn", turn: "turn",
+  tools: "tools",
+};
+const LAYER_NOTES = {
+  stable: "stable for the whole session",
+  session: "changes with the project / session",
+  tree: "the call tree",
+  turn: "this turn only",
+  tools: "tool definitions",
+  other: "other",
+};
+const layerClass = (layer) => `lay-${LAYERS[layer] || "other"}`;
+const HERE = "# you are here";
+
+export class CallDetail {
+  constructor(root, { facets, onProvider, onCall }) {
+    this.root = root;
+    this.facets = facets; // () => the latest /ui/api/facets
+    this.onProvider = onProvider;
+    this.onCall = onCall;
+    this.clear();
+  }
+
+  clear() {
+    this.n = null;
+    this.detail = null;
+    this.token = (this.token || 0) + 1;
+    this.root.replaceChildren(h("p", { class: "muted empty", text: "Pick a model call in the tree or the calls list to see what it saw." }));
+  }
+
+  /** Load and show call `n`. Resolves to the detail (null when it could not be loaded). */
+  async show(n, provider, { keep = false } = {}) {
+    const token = ++this.token;
+    const same = this.n === n;
+    if (!same) {
+      this.open = new Set();
+      this.wire = null;
+      this.root.replaceChildren(h("p", { class: "muted empty", text: `loading call #${n}…` }));
+    }
+    this.n = n;
+    let d;
+    try {
+      d = await api.call(n, provider);
+    } catch (err) {
+      if (token === this.token) {
+        this.detail = null;
+        this.root.replaceChildren(h("p", { class: "error", role: "alert", text: `call #${n}: ${err.message}` }));
+      }
+      return null;
+    }
+    if (token !== this.token) return null;
+    const scroll = this.root.scrollTop;
+    this.detail = d;
+    this.provider = provider;
+    this.root.replaceChildren(d.reconstructed ? this.renderForeign(d) : this.renderOurs(d));
+    if (same || keep) this.root.scrollTop = scroll;
+    if (!same) this.applyHash();
+    if (!d.reconstructed) this.loadRequest();
+    return d;
+  }
+
+  /** Live update: reload the open call when it was still running. */
+  refreshIfRunning() {
+    if (this.detail && this.detail.status === "running") return this.show(this.n, this.provider, { keep: true });
+    return Promise.resolve();
+  }
+
+  /** Expand the segment named by location.hash (#seg-I) and scroll it into view. */
+  applyHash() {
+    const m = /^#seg-(\d+)$/.exec(location.hash);
+    if (!m) return;
+    const seg = this.root.querySelector(`#seg-${m[1]}`);
+    if (!seg) return;
+    this.setOpen(seg, true);
+    seg.scrollIntoView({ block: "start" });
+  }
+
+  // ---- our calls ---------------------------------------------------------------------------
+
+  renderOurs(d) {
+    const segs = d.segments || [];
+    const layers = [...new Set(segs.map((s) => s.layer))];
+    return h(
+      "article",
+      { "data-testid": "call", "data-index": d.index, class: "call" },
+      this.header(d),
+      h("section", { class: "block", "aria-labelledby": "segs-title" },
+        h("div", { class: "sec-head" },
+          h("h3", { id: "segs-title", text: `Context: ${segs.length} segments` }),
+          h("button", { type: "button", class: "small", text: "expand all", onclick: () => this.root.querySelectorAll(".seg").forEach((s) => this.setOpen(s, true)) }),
+          h("button", { type: "button", class: "small", text: "collapse all", onclick: () => this.root.querySelectorAll(".seg").forEach((s) => this.setOpen(s, false)) }),
+        ),
+        h("p", { class: "legend" }, layers.map((l) => h("span", { class: "key" }, h("i", { class: `sw ${layerClass(l)}` }), `${l}: ${LAYER_NOTES[LAYERS[l] || "other"]}`)),
+          h("span", { class: "key" }, h("span", { class: "bp-mark", text: "▲" }), " cache breakpoint")),
+        h("div", { class: "segs" }, segs.map((s) => this.segment(s))),
+      ),
+      d.exchanges && d.exchanges.length
+        ? h("section", { class: "block", "aria-labelledby": "ex-title" },
+            h("h3", { id: "ex-title", text: `Exchanges after the context: ${d.exchanges.length}` }),
+            d.exchanges.map((x, k) => this.exchange(x, k)))
+        : null,
+      this.diff(d),
+      this.request(d),
+    );
+  }
+
+  header(d) {
+    const sim = d.simulation;
+    const facets = this.facets();
+    const providers = facets.providers && facets.providers.length ? facets.providers : ["anthropic", "openai", "gemini"];
+    const current = (sim && sim.provider) || this.provider || d.provider || providers[0];
+    const problems = [...(d.problems || []), ...((sim && sim.warnings) || [])];
+    const pct = d.tokens ? Math.round((100 * d.cacheable_tokens) / d.tokens) : 0;
+    const jump = (sel) => () => this.root.querySelector(sel)?.scrollIntoView({ block: "start" });
+    return h("header", { class: "call-head" },
+      h("h2", {}, h("span", { class: "muted", text: `#${d.index} ` }), d.function || "(no function)"),
+      d.call_path ? h("p", { class: "callpath", text: d.call_path }) : null,
+      h("dl", { class: "meta" },
+        meta("model", d.model || "—"),
+        meta("provider", d.provider || "—"),
+        meta("status", statusBadge(d.status), d.error ? h("span", { class: "error", text: ` ${d.error}` }) : null),
+        meta("latency", fmtMs(d.latency_ms)),
+        meta("usage", fmtUsage(d.usage)),
+        meta("cost", fmtCost(d.cost)),
+        meta("started", fmtTime(d.start_ns)),
+        d.reconstructed ? null : meta("request", d.verified
+          ? h("span", { class: "ok", text: "verified ✓", title: `the rebuilt request matches what was sent (sha256 ${d.request_sha256 || ""})` })
+          : h("span", { class: "warn", text: "not verified", title: "the rebuilt request was not checked against what was sent" })),
+      ),
+      d.reconstructed ? null : h("p", { class: "total" },
+        h("strong", { "data-testid": "call-total", "data-tokens": d.tokens, text: `${fmtInt(d.tokens)} tokens` }),
+        ` · ${fmtInt(d.cacheable_tokens)} before the last breakpoint (${pct}% cacheable) · ${d.encoding || ""}`),
+      d.reconstructed ? null : h("div", { class: "sim" },
+        h("label", {}, "simulate cache for ",
+          h("select", { "data-testid": "provider-select", onchange: (e) => this.onProvider(e.target.value) },
+            providers.map((p) => h("option", { value: p, selected: p === current, text: p })))),
+        sim ? h("span", { class: "sim-nums" },
+          ` read ${fmtInt(sim.read)} · written ${fmtInt(sim.write)} · uncached ${fmtInt(sim.uncached)} of ${fmtInt(sim.total)}`,
+          sim.limit ? ` (limit ${fmtInt(sim.limit)})` : "",
+          ` · ${fmtCost(sim.cost)} (without cache ${fmtCost(sim.cost_uncached)})`,
+          sim.model ? h("span", { class: "muted", text: ` · ${sim.model}` }) : null) : null,
+      ),
+      problems.length ? h("ul", { class: "problems", role: "note" }, problems.map((p) => h("li", { text: p }))) : null,
+      d.reconstructed ? null : h("nav", { class: "jump", "aria-label": "sections of this call" },
+        h("button", { type: "button", class: "small", text: "segments", onclick: jump(".segs") }),
+        h("button", { type: "button", class: "small", text: "diff", onclick: jump("[data-testid=diff]") }),
+        h("button", { type: "button", class: "small", text: "request", onclick: jump(".req") })),
+    );
+  }
+
+  segment(s) {
+    const id = `seg-${s.i}`;
+    const c = s.cache || { read: 0, write: 0, uncached: 0 };
+    const body = h("pre", { id: `${id}-text`, class: "text", hidden: true }, textWithHere(s.text || ""));
+    const head = h("button", { type: "button", class: "seg-head", "aria-expanded": "false", "aria-controls": `${id}-text`, onclick: () => this.toggle(el) },
+      h("span", { class: "chev", "aria-hidden": "true", text: "▸" }),
+      h("span", { class: "seg-i muted", text: `${s.i}` }),
+      h("span", { class: "comp", text: s.component }),
+      h("span", { class: `pill ${layerClass(s.layer)}`, text: s.layer }),
+      s.section ? h("span", { class: "muted small", text: s.section }) : null,
+      h("span", { class: "tok", text: `${fmtInt(s.tokens)} tok` }),
+      s.cached_prefix ? h("span", { class: "badge cached", text: "in cached prefix" }) : null,
+      h("span", { class: "seg-cache", "data-testid": "seg-cache", title: "simulated prompt cache for this segment" },
+        `read ${fmtInt(c.read)} · write ${fmtInt(c.write)} · uncached ${fmtInt(c.uncached)}`),
+      herePreview(s.text || ""),
+    );
+    const el = h("section", {
+      class: `seg ${layerClass(s.layer)}`, id, "data-testid": "segment",
+      "data-i": s.i, "data-component": s.component, "data-tokens": s.tokens, "data-layer": s.layer,
+    }, h("h4", {}, head), body);
+    if (this.open.has(s.i)) this.setOpen(el, true);
+    return s.breakpoint ? [el, h("div", { class: "breakpoint", text: "▲ cache breakpoint" })] : el;
+  }
+
+  toggle(el) {
+    const open = !el.classList.contains("open");
+    this.setOpen(el, open);
+    const url = location.pathname + location.search;
+    if (open) history.replaceState(history.state, "", `${url}#${el.id}`);
+    else if (location.hash === `#${el.id}`) history.replaceState(history.state, "", url);
+  }
+
+  setOpen(el, open) {
+    el.classList.toggle("open", open);
+    const head = el.querySelector(".seg-head");
+    head.setAttribute("aria-expanded", String(open));
+    head.querySelector(".chev").textContent = open ? "▾" : "▸";
+    el.querySelector("pre").hidden = !open;
+    const i = Number(el.dataset.i);
+    if (!Number.isNaN(i) && el.dataset.testid === "segment") {
+      if (open) this.open.add(i);
+      else this.open.delete(i);
+    }
+  }
+
+  exchange(x, k) {
+    const c = x.cache || {};
+    const el = h("section", { class: "seg lay-exchange", id: `ex-${k}` },
+      h("h4", {}, h("button", { type: "button", class: "seg-head", "aria-expanded": "false", "aria-controls": `ex-${k}-text`, onclick: () => this.setOpen(el, !el.classList.contains("open")) },
+        h("span", { class: "chev", "aria-hidden": "true", text: "▸" }),
+        h("span", { class: "comp", text: x.kind }),
+        h("span", { class: "tok", text: `${fmtInt(x.tokens)} tok` }),
+        x.cache ? h("span", { class: "seg-cache", text: `read ${fmtInt(c.read)} · write ${fmtInt(c.write)} · uncached ${fmtInt(c.uncached)}` }) : null)),
+      h("pre", { id: `ex-${k}-text`, class: "text", hidden: true, text: x.text || "" }));
+    return el;
+  }
+
+  diff(d) {
+    const df = d.diff;
+    const attrs = { "data-testid": "diff", class: "block diff", "aria-labelledby": "diff-title" };
+    const title = h("h3", { id: "diff-title", text: "Difference with the previous call" });
+    if (!df) return h("section", attrs, title, h("p", { class: "muted", text: "The first call of its tree: nothing to compare with." }));
+    const prev = h("a", { href: `/ui/calls/${df.previous}`, onclick: (e) => { e.preventDefault(); this.onCall(df.previous); }, text: `call ${df.previous}` });
+    if (df.same) return h("section", { ...attrs, "data-same": "true" }, title, h("p", { class: "ok" }, "same as ", prev, ": the context did not change"));
+    const segLink = df.segment !== null && df.segment !== undefined
+      ? h("a", { href: `#seg-${df.segment}`, onclick: (e) => { e.preventDefault(); history.replaceState(history.state, "", `${location.pathname}${location.search}#seg-${df.segment}`); this.applyHash(); }, text: `segment ${df.segment} (${df.component || "?"})` })
+      : null;
+    const [before, after] = excerpts(df.before || "", df.after || "");
+    return h("section", { ...attrs, "data-component": df.component ?? "", "data-segment": df.segment ?? "" },
+      title,
+      h("p", {}, df.reason || "the context changed"),
+      h("p", { class: "muted" }, "compared with ", prev, segLink ? [": first change in ", segLink] : null,
+        df.byte !== null && df.byte !== undefined ? ` at byte ${fmtInt(df.byte)}` : "",
+        df.offset !== null && df.offset !== undefined ? ` (byte ${fmtInt(df.offset)} of the whole context)` : ""),
+      h("div", { class: "excerpts" },
+        h("div", {}, h("h4", { text: `before (call ${df.previous})` }), h("pre", { class: "text before" }, before)),
+        h("div", {}, h("h4", { text: `after (call ${d.index})` }), h("pre", { class: "text after" }, after))),
+    );
+  }
+
+  request(d) {
+    const facets = this.facets();
+    const wires = facets.wires && facets.wires.length ? [...facets.wires] : [d.wire];
+    if (d.wire && !wires.includes(d.wire)) wires.unshift(d.wire);
+    this.wire ||= d.wire || wires[0];
+    this.reqPre = h("pre", { "data-testid": "request", class: "text json", tabindex: "0", "aria-label": "request JSON", text: "loading…" });
+    this.reqNote = h("span", { class: "muted" });
+    const copied = h("span", { class: "muted", "aria-live": "polite" });
+    return h("section", { class: "block req", "aria-labelledby": "req-title" },
+      h("div", { class: "sec-head" },
+        h("h3", { id: "req-title", text: "Request" }),
+        h("label", {}, "wire ",
+          h("select", { "data-testid": "wire-select", onchange: (e) => { this.wire = e.target.value; this.loadRequest(); } },
+            wires.map((w) => h("option", { value: w, selected: w === this.wire, text: w === d.wire ? `${w} (as sent)` : w })))),
+        h("button", { type: "button", class: "small", text: "copy", onclick: () => copy(this.reqPre, copied) }),
+        copied, this.reqNote),
+      this.reqPre);
+  }
+
+  async loadRequest() {
+    const n = this.n;
+    const wire = this.wire;
+    const pre = this.reqPre;
+    try {
+      const r = await api.request(n, wire);
+      if (pre !== this.reqPre || wire !== this.wire) return;
+      pre.textContent = JSON.stringify(r.body, null, 2);
+      this.reqNote.textContent = r.as_sent ? "as sent" : `translated to ${r.wire} (not what was sent)`;
+    } catch (err) {
+      if (pre === this.reqPre) pre.textContent = `could not load the request: ${err.message}`;
+    }
+  }
+
+  // ---- calls another instrumentation traced ------------------------------------------------
+
+  renderForeign(d) {
+    const byRole = (title, items) => h("section", { class: "block" }, h("h3", { text: title }),
+      items.length ? items.map((m) => h("div", { class: `msg role-${m.role}` }, h("div", { class: "role", text: m.role }), h("pre", { class: "text", text: asText(m.content) })))
+        : h("p", { class: "muted", text: "none" }));
+    return h("article", { "data-testid": "call", "data-index": d.index, class: "call" },
+      this.header(d),
+      h("div", { "data-testid": "reconstructed", class: "banner warn-banner", role: "note" },
+        h("strong", { text: "reconstructed from the span, not verified" }),
+        h("span", { text: ` — another instrumentation traced this call; what follows is read from its span attributes${d.source ? ` (${d.source})` : ""}, not rebuilt from callctx's own record.` })),
+      h("section", { class: "block" }, h("h3", { text: `System: ${(d.system || []).length}` }),
+        (d.system || []).map((t) => h("pre", { class: "text", text: asText(t) }))),
+      byRole(`Messages: ${(d.messages || []).length}`, d.messages || []),
+      byRole("Output", d.output || []),
+    );
+  }
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+function meta(term, ...value) {
+  return h("div", {}, h("dt", { text: term }), h("dd", {}, ...value));
+}
+
+function asText(v) {
+  return typeof v === "string" ? v : JSON.stringify(v, null, 2);
+}
+
+/** For a collapsed call tree: where the call sits ("seed_surveys · status: running  # you are here"). */
+function herePreview(text) {
+  const at = text.indexOf(HERE);
+  if (at < 0) return null;
+  const lines = text.slice(0, text.indexOf("\n", at) < 0 ? text.length : text.indexOf("\n", at)).split("\n");
+  const here = lines.pop().trim();
+  const fn = lines.reverse().map((l) => /^\s*-\s*function:\s*(.+)$/.exec(l)).find(Boolean);
+  return h("span", { class: "here-preview" }, h("mark", { class: "here", text: fn ? `${fn[1]} · ${here}` : here }));
+}
+
+/** The text as nodes, the "# you are here" line wrapped in <mark>. */
+function textWithHere(text) {
+  const at = text.indexOf(HERE);
+  if (at < 0) return text;
+  const start = text.lastIndexOf("\n", at) + 1;
+  let end = text.indexOf("\n", at);
+  if (end < 0) end = text.length;
+  return [text.slice(0, start), h("mark", { class: "here", text: text.slice(start, end) }), text.slice(end)];
+}
+
+/** before/after as nodes with the part that differs marked (common prefix and suffix left plain). */
+function excerpts(a, b) {
+  let p = 0;
+  while (p < a.length && p < b.length && a[p] === b[p]) p++;
+  let s = 0;
+  while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) s++;
+  const part = (t) => [t.slice(0, p), h("mark", { class: "chg" + (t.length - s - p ? "" : " empty"), text: t.slice(p, t.length - s) }), t.slice(t.length - s)];
+  return [part(a), part(b)];
+}
+
+async function copy(pre, note) {
+  const text = pre.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    note.textContent = "copied";
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const sel = getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    note.textContent = document.execCommand && document.execCommand("copy") ? "copied" : "selected: press Ctrl+C";
+  }
+  setTimeout(() => (note.textContent = ""), 2000);
+}
+
