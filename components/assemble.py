@@ -5,6 +5,12 @@ system part (first layer, then the second layer's project part), then the messag
 call tree, then the turn). Cache breakpoints after the tools, after the first layer, after
 the project part and after the call tree. A component that raises is skipped and reported;
 the assembly goes on.
+
+``prepare(ctx, registry)`` does ahead of time, once, the work the first assembly for ``ctx``
+would otherwise pay for (loading the tokenizer, reading and scanning the workspace files,
+counting the session-stable system text); the runtime calls it when it is set up. It never
+raises and reports nothing: what fails there fails again, and is reported, in the assembly
+that needs it.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from typing import Any
 import msgspec
 from opentelemetry import trace
 
-from . import tokens, turn
+from . import tokens, turn, workspace
 from .component import BUILTIN, ContextComponent, Registry
 from .context import Context, Problem, Section, Segment, TreeText
 from .ctx import Ctx, Sealed
+from .memory_store import FileMemory
 from .sealed import lay_out
 from .tools import schemas
 
@@ -43,7 +50,7 @@ def _run(component: ContextComponent, ctx: Ctx, registry: Registry, problems: li
         case str():
             return text if text.strip() else None
         case TreeText():
-            return text if text.text.strip() else None
+            return text if any(c.strip() for c in text.chunks) else None
     error = TypeError(f"build returned {type(text).__name__}, not str or TreeText")
     _report(component.name, error, problems, registry.origin(component.name))
     return None
@@ -75,7 +82,7 @@ def _segment(
         whole = text.text
         body = whole.strip("\n")
         chunks = [*text.chunks[:-1], text.chunks[-1] + SEPARATOR] if body == whole else [whole + SEPARATOR]
-        layout = lay_out(text, SEPARATOR, sealed)
+        layout = lay_out(text, SEPARATOR, sealed, whole=whole)
         return Segment(
             component,
             layer,
@@ -101,6 +108,37 @@ def _mark_breakpoint(segments: list[Segment], start: int) -> None:
     if last is not None:
         s = segments[last]
         segments[last] = msgspec.structs.replace(s, breakpoint=True)
+
+
+def prepare(ctx: Ctx, registry: Registry | None = None) -> None:
+    """Do now, once, what the first assembly for ``ctx`` would otherwise pay for: load the
+    tokenizer of its model's encoding, read (and scan) the workspace files, and count the tokens
+    of the system part the built-in components show for ``ctx`` (the session-stable text every
+    call sends; a later call only counts what differs). Plugins' components are not run, nor a
+    memory backend other than ``FileMemory``: nobody's code runs early but callctx's own."""
+    try:
+        counter = tokens.counter(tokens.encoding_name_for(ctx.model))
+        workspace.prepare(ctx, None if registry is None else (c.name for c in registry))
+    except Exception as e:  # noqa: BLE001 - the assembly that needs it will fail and say so
+        log.debug("callctx: preparing the assembly failed: %s", e)
+        return
+    if registry is None:
+        return
+    for layer in ("L0", "L1"):
+        for c in registry.layer(layer):
+            if c.history or registry.origin(c.name) != BUILTIN:
+                continue
+            if c.name in _MEMORY_BLOCKS and not isinstance(ctx.memory, FileMemory):
+                continue
+            try:
+                text = c.build(ctx) if c.condition(ctx) else None
+            except Exception:  # noqa: BLE001 - the call reports it
+                continue
+            if isinstance(text, str) and text.strip():
+                counter.count(text.strip("\n") + SEPARATOR)
+
+
+_MEMORY_BLOCKS = ("memory_global", "project_memory")
 
 
 def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.TokenCounter | None = None) -> Context:

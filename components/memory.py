@@ -11,6 +11,7 @@ differently: off (nothing), empty (one line: on, no content yet, nothing wrong) 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -23,6 +24,13 @@ log = logging.getLogger(__name__)
 
 _FENCED = re.compile(r"<memory-context>.*?</memory-context>", re.S | re.I)
 _STRAY = re.compile(r"</?\s*memory(?:-context)?\s*>", re.I)
+
+
+@functools.lru_cache(maxsize=64)
+def _cleaned(text: str) -> str:
+    """``neutralize_fences(sanitize(text))``, remembered: the resident blocks read the same
+    memory text on every call until it changes."""
+    return neutralize_fences(sanitize(text))
 
 
 def sanitize(text: str) -> str:
@@ -86,7 +94,7 @@ def memory_global(ctx: Ctx) -> str | None:
         f"Written by {m.name}, a background writer, not by the user. Its workspace is {m.workspace}. This is "
         f"a budgeted summary, not all of memory; {tools} reach the rest."
     )
-    return f"<memory>\n{intro}\n{neutralize_fences(sanitize(core))}\n</memory>"
+    return f"<memory>\n{intro}\n{_cleaned(core)}\n</memory>"
 
 
 def project_memory(ctx: Ctx) -> str | None:
@@ -98,7 +106,7 @@ def project_memory(ctx: Ctx) -> str | None:
     except Exception as e:  # noqa: BLE001
         log.warning("callctx: project memory (%s) could not be read: %s", m.name, e)
         return None
-    text = neutralize_fences(sanitize(text)).strip()
+    text = _cleaned(text).strip()
     return f"<project_memory>\n{text}\n</project_memory>" if text else None
 
 

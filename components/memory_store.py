@@ -139,8 +139,12 @@ class FileMemory:
     def _path(self, relative: str) -> Path:
         """``relative`` inside the memory folder, links resolved; raises MemoryAccessError if
         it resolves outside."""
+        root = str(self.workspace)
+        found = os.path.realpath(os.path.join(root, relative))
+        if found == root or found.startswith(root if root.endswith(os.sep) else root + os.sep):
+            return Path(found)  # plainly inside (else the comparison of paths below decides)
         path = self.workspace / relative
-        real = Path(os.path.realpath(path))
+        real = Path(found)
         if real != self.workspace and self.workspace not in real.parents:
             raise MemoryAccessError(
                 f"memory file {path} resolves to {real}, outside the memory folder {self.workspace}"

@@ -45,6 +45,26 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+_DIGESTS_ENTRIES = 4096
+_DIGESTS_CHARS = 16 << 20
+_digests: dict[str, str] = {}  # the texts of recent calls and their hashes: most repeat from call to call
+_digests_size = 0
+
+
+def _digest(text: str) -> str:
+    """``digest(text)``, remembered for the texts the next calls send again."""
+    global _digests_size
+    h = _digests.get(text)
+    if h is None:
+        h = digest(text)
+        if len(_digests) >= _DIGESTS_ENTRIES or _digests_size > _DIGESTS_CHARS:
+            _digests.clear()
+            _digests_size = 0
+        _digests[text] = h
+        _digests_size += len(text)
+    return h
+
+
 def record(
     context: Context, exchanges: list[Exchange], wire_name: str, params: Params, body: dict[str, Any]
 ) -> tuple[str, dict[str, str]]:
@@ -52,18 +72,13 @@ def record(
     blobs: dict[str, str] = {}
 
     def put(text: str) -> str:
-        h = digest(text)
+        h = _digest(text)
         blobs[h] = text
         return h
 
     segments = []
     for s in context.segments:
-        cuts = None
-        if s.blocks:
-            cuts, pos = [], 0
-            for b in s.blocks[:-1]:
-                pos += len(b)
-                cuts.append(pos)
+        cuts = list(itertools.accumulate(map(len, s.blocks[:-1]))) if s.blocks else None
         segments.append(
             RecordedSegment(
                 s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts,

@@ -45,26 +45,79 @@ class Layout(msgspec.Struct, frozen=True):
 def _reuse(text: str, prior: Sequence[Sealed]) -> tuple[list[str], int]:
     """The longest run of a prior call's leading blocks that ``text`` starts with, and the
     index of that call's breakpoint block when the run reaches it (else -1)."""
-    best: list[str] = []
+    best: tuple[str, ...] = ()
+    best_pos = 0
     best_bp = -1
+    known: tuple[str, ...] = ()  # the leading blocks of some prior that ``text`` starts with
+    known_ends: list[int] = []  # where each of them ends
     for p in prior:
-        pos = 0
-        n = 0
-        for b in p.blocks:
-            if not text.startswith(b, pos):
-                break
-            pos += len(b)
-            n += 1
-        if pos > sum(map(len, best)):
-            best = list(p.blocks[:n])
+        blocks = p.blocks
+        # Calls of a session send their leading blocks again as they were (the same strings):
+        # what this call shares with blocks already matched matches too, so only the rest is read.
+        n = _shared(blocks, known)
+        n, pos = _extend(text, blocks, n, known_ends[n - 1] if n else 0)
+        if n > len(known):
+            known = blocks[:n]
+            known_ends = list(itertools.accumulate(map(len, known)))
+        if pos > best_pos:
+            best, best_pos = blocks[:n], pos
             best_bp = p.breakpoint if p.breakpoint < n else -1
-    return best, best_bp
+    return list(best), best_bp
 
 
-def lay_out(tree: TreeText, separator: str, prior: Sequence[Sealed] = (), *, max_gap: int = MAX_GAP) -> Layout:
-    """The blocks of ``tree`` (its text plus ``separator``), reusing what ``prior`` calls sent."""
-    text = tree.text + separator
-    end = len(tree.text)
+def _extend(text: str, blocks: tuple[str, ...], n: int, pos: int) -> tuple[int, int]:
+    """``blocks[:n]`` match ``text`` up to ``pos``: how many match in all, and up to where
+    (the first k blocks match when ``text`` starts with their concatenation, so the count is
+    found by halving, not block by block)."""
+    rest = blocks[n:]
+    if not rest:
+        return n, pos
+    joined = "".join(rest)
+    if text.startswith(joined, pos):
+        return len(blocks), pos + len(joined)
+    ends = list(itertools.accumulate(map(len, rest)))
+    lo, hi = 0, len(rest)  # rest[:lo] matches, rest[:hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if text.startswith(joined[: ends[mid - 1]], pos):
+            lo = mid
+        else:
+            hi = mid
+    return n + lo, pos + (ends[lo - 1] if lo else 0)
+
+
+def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """How many leading blocks ``a`` and ``b`` have in common (tuple comparison: the same
+    string objects compare at once)."""
+    hi = min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    step, lo = 1, hi - 1  # they part near the end, as a rule: look there first
+    while lo > 0 and a[:lo] != b[:lo]:
+        hi, step = lo, step * 2
+        lo = max(0, hi - step)
+    while hi - lo > 1:  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def lay_out(
+    tree: TreeText,
+    separator: str,
+    prior: Sequence[Sealed] = (),
+    *,
+    max_gap: int = MAX_GAP,
+    whole: str | None = None,
+) -> Layout:
+    """The blocks of ``tree`` (its text plus ``separator``), reusing what ``prior`` calls sent.
+    ``whole``: ``tree.text``, when the caller has it already."""
+    body = tree.text if whole is None else whole
+    text = body + separator
+    end = len(body)
     here = tree.here if tree.here is not None and 0 < tree.here < end else None
     parent = tree.parent if tree.parent is not None and 0 < tree.parent < end else None
     sealed, prev_bp = _reuse(text, prior)

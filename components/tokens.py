@@ -10,7 +10,7 @@ per text: an assembly pays only for text it has not counted before.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import os
@@ -118,8 +118,10 @@ def encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         enc = _encodings.get(name)
         if enc is None:
             data, _ = _vocabulary(name)
-            pairs = (line.split() for line in data.splitlines() if line)
-            ranks = {base64.b64decode(tok): int(rank) for tok, rank in pairs}
+            fields = data.split()  # "token rank" lines: tokens and ranks alternate
+            if len(fields) % 2:
+                raise TokenizerUnavailable(f"the {name} vocabulary is malformed")
+            ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
             spec = _SPECS[name]
             enc = tiktoken.Encoding(
                 name, pat_str=spec["pat_str"], mergeable_ranks=ranks, special_tokens=spec["special_tokens"]

@@ -6,7 +6,9 @@ only regular files inside the workspace are read (no FIFOs, devices, or symlinks
 out), at most a bounded number of bytes, invalid UTF-8 replaced, our own fence tags
 neutralised, injection patterns flagged (or the file withheld), and anything over 8,000
 characters cut with a marker that says how big the file is and where to read the rest.
-Results are cached by (path, inode, size, mtime): one ``stat`` per assembly.
+A file is read and scanned again only when it changes: a regular file directly in the workspace
+costs one ``lstat`` per assembly (its block is kept by path, device, inode, size and mtime); a
+link is resolved and checked every time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +63,35 @@ def _inside(path: Path, root: Path) -> bool:
 def read_file(workspace: Path, name: str, policy: WorkspacePolicy = "warn") -> FileBlock | None:
     """Read ``workspace/name`` for the prompt; None when there is no such file."""
     path = workspace / name
+    if _plain_name(name):
+        # The usual case costs one lstat: a regular file (not a link) directly in the workspace
+        # is inside it; its block is the one read before while it is the same file, unchanged.
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, policy)
+            block = _plain.get(key)
+            # a cut file names where to read the rest: the path it is at now
+            if block is not None and (not block.truncated or block.path == Path(os.path.realpath(path))):
+                return block
+            block = _read(workspace, path, name, policy)
+            if block is not None and (block.body is not None or block.note == "withheld"):
+                if len(_plain) > 256:
+                    _plain.clear()
+                _plain[key] = block
+            return block
+    return _read(workspace, path, name, policy)
+
+
+def _plain_name(name: str) -> bool:
+    """A file name with no folder part: nothing between the workspace and the file can be a link."""
+    return name not in ("", ".", "..") and os.sep not in name and (os.altsep is None or os.altsep not in name)
+
+
+def _read(workspace: Path, path: Path, name: str, policy: WorkspacePolicy) -> FileBlock | None:
+    """Every check, links resolved: where the file really is, what it is, and its text."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -93,7 +125,8 @@ def read_file(workspace: Path, name: str, policy: WorkspacePolicy = "warn") -> F
     return block
 
 
-_cache: dict[tuple, FileBlock] = {}
+_cache: dict[tuple, FileBlock] = {}  # by (real path, inode, size, mtime, policy)
+_plain: dict[tuple, FileBlock] = {}  # by (path, device, inode, size, mtime, policy), for files that are no links
 
 
 def _prepare(name: str, path: Path, data: bytes, size: int, policy: WorkspacePolicy) -> FileBlock:
@@ -134,6 +167,15 @@ def render_file(block: FileBlock, tag: str) -> str:
 
 def _file(ctx: Ctx, name: str) -> FileBlock | None:
     return read_file(ctx.workspace, name, ctx.workspace_policy) if ctx.workspace is not None else None
+
+
+def prepare(ctx: Ctx, components: Iterable[str] | None = None) -> None:
+    """Read (and scan) now the workspace files the components named (default: all) show, so
+    the first assembly finds them read."""
+    wanted = None if components is None else set(components)
+    for name, component in ((AGENTS_FILE, "workspace_files"), (USER_FILE, "user_profile")):
+        if wanted is None or component in wanted:
+            _file(ctx, name)
 
 
 def has_workspace_files(ctx: Ctx) -> bool:

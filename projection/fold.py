@@ -8,7 +8,17 @@ hangs under the nearest agentic ancestor. A child that arrives before its parent
 top of its trace (``orphans``) and moves under the parent when the parent arrives.
 
 Memory stays bounded by the active depth plus one small record per call: a call's input is
-dropped when it ends, its output summary when its parent ends (the log keeps both).
+dropped when it ends, its output summary when its parent ends (the log keeps both). Work
+follows the same rule: io that would be released the moment a call ends (a model exchange
+or tool call under an ``io`` holder, any call whose holder already ended) is never extracted
+from its attributes.
+
+Threading and errors: a :class:`Projection` is guarded by its ``lock``; ``apply``,
+``apply_all`` and the readers take it, ``apply_locked`` expects it held. ``from_log`` replays
+a whole log under the lock, a decoded block of records at a time, with the cyclic garbage
+collector paused (process-wide) until it returns; damaged records are skipped and listed in
+``damage`` as :func:`~callctx.projection.log.read_log` reports them, or raise ``LogError``
+when ``strict``.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from . import schema as s
 from .dialects import classify, conversation, function_name, input_of, output_of
 from .events import Collapsed, Event, SpanEnded, SpanStarted
 from .llm import messages_of
-from .log import Damage, read_log
+from .log import Damage, read_blocks, read_log
 from .node import (
     ENDED,
     EXPOSE_NAMES,
@@ -51,6 +61,7 @@ log = logging.getLogger(__name__)
 DEFAULT_OUTPUT_LIMIT: int | None = None  # finished, unreleased io is kept whole (the seed keeps it)
 ERROR_LIMIT = 200  # an error is one line, cut to this many characters
 _EXPOSE = frozenset(s.EXPOSE_LEVELS)
+_EXPOSE_BITS = 3 << EXPOSE_SHIFT  # zero: expose=io
 _EMPTY: dict[str, Any] = {}
 _json = msgspec.json.Decoder()
 
@@ -105,19 +116,10 @@ class Projection:
         gc.disable()
         try:
             with proj.lock:
-                start, end, count = proj._start, proj._end, 0
-                for ev in read_log(path, strict=strict, damage=proj.damage):
-                    t = type(ev)
-                    if t is SpanStarted:
-                        start(ev)  # type: ignore[arg-type]
-                    elif t is SpanEnded:
-                        end(ev)  # type: ignore[arg-type]
-                    elif t is Collapsed:
-                        proj._collapse(ev)  # type: ignore[arg-type]
-                    else:
-                        continue
-                    count += 1
-                proj.events += count
+                fold = proj._fold
+                for block in read_blocks(path, strict=strict, damage=proj.damage):
+                    fold(block)
+                    del block  # freed before the next block is decoded
                 if recover:
                     proj._set_recovered()
         finally:
@@ -130,9 +132,28 @@ class Projection:
             self.apply_locked(event)
 
     def apply_all(self, events: Iterable[Event]) -> None:
+        """Apply a batch under one taking of the lock (what ``apply`` does to each, faster)."""
         with self.lock:
+            self._fold(events)
+
+    def _fold(self, events: Iterable[Any]) -> None:
+        """``apply_locked`` for each of ``events`` (records of other types are skipped)."""
+        start, end, collapse = self._start, self._end, self._collapse
+        count = 0
+        try:
             for ev in events:
-                self.apply_locked(ev)
+                t = type(ev)
+                if t is SpanStarted:
+                    start(ev)
+                elif t is SpanEnded:
+                    end(ev)
+                elif t is Collapsed:
+                    collapse(ev)
+                else:
+                    continue  # blobs, headers
+                count += 1
+        finally:
+            self.events += count
 
     def apply_locked(self, event: Any) -> None:
         t = type(event)
@@ -230,52 +251,68 @@ class Projection:
 
     def _start(self, ev: SpanStarted) -> None:
         sid = ev.span_id
-        n = self.nodes.get(sid)
+        nodes = self.nodes
         names = self._names
+        n = nodes.get(sid)
         if n is None:
             trace_id = ev.trace_id
-            n = self.nodes[sid] = Node(sid, names.setdefault(trace_id, trace_id))
-        elif n.state & STARTED:
-            return
-        n.state |= STARTED
+            n = nodes[sid] = Node(sid, names.setdefault(trace_id, trace_id))
+            state = STARTED
+        else:
+            state = n.state
+            if state & STARTED:
+                return
+            state |= STARTED
         attrs = ev.attributes
-        kind = classify(ev.name, attrs)
-        n.kind = kind
-        fn = function_name(ev.name, kind, attrs)
-        n.function = names.setdefault(fn, fn)
-        n.start_ns = ev.start_ns
+        name = ev.name
+        kind = classify(name, attrs)
+        fn = function_name(name, kind, attrs)
         if kind == "agentic":
             expose = attrs.get(s.EXPOSE)
             if expose is not None and expose in _EXPOSE:
-                n.state |= EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
+                state |= EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
             if expose != "hidden":
-                n.state |= HOLDS | VISIBLE
+                state |= HOLDS | VISIBLE
         elif kind != "other":
-            n.state |= VISIBLE
+            state |= VISIBLE
+        n.state = state
+        n.kind = kind
+        n.function = names.setdefault(fn, fn)
+        n.start_ns = ev.start_ns
         conv = conversation(attrs)
         if conv is not None:
-            n.conv = self._intern(str(conv))
-        if n.state & ENDED:  # the end came first: finish now that we know what this is
+            conv = names.setdefault(conv, conv)
+            extra = n.extra
+            if extra is None:
+                n.extra = {"conv": conv}
+            else:
+                extra["conv"] = conv
+        if state & ENDED:  # the end came first: finish now that we know what this is
             self._finish(n, n.attrs or _EMPTY, attrs)
         else:
             n.attrs = attrs
 
         parent_id = ev.parent_id
-        parent = self.nodes.get(parent_id) if parent_id and parent_id != sid else None
-        adopted = self.orphans.pop(sid, None) if self.orphans else None
-        if (
-            adopted is None
-            and parent is not None
-            and parent.state & (HOLDS | STARTED) == HOLDS | STARTED
-            and n.state & VISIBLE
-        ):
-            # The common case, in order: the parent is a running call and holds this one.
-            n.parent = parent
-            self._move(n, parent)
-            return
+        orphans = self.orphans
+        adopted = orphans.pop(sid, None) if orphans else None
+        if not parent_id or parent_id == sid:
+            parent = None
+        else:
+            parent = nodes.get(parent_id)
+            if adopted is None and parent is not None and parent.state & STARTED:
+                # The common case, in order: the parent is running and nothing waited for this span.
+                n.parent = parent
+                if parent.state & HOLDS:  # a running call: it lists this one
+                    if state & VISIBLE:
+                        self._move(n, parent)
+                    return
+                _add_plain(parent, n)  # under a span that holds nothing: listed by the nearest holder
+                if state & VISIBLE:
+                    self._move(n, self._host(n))
+                return
         if parent_id and parent_id != sid:
             if parent is None or not parent.state & STARTED:
-                self.orphans.setdefault(parent_id, []).append(n)
+                orphans.setdefault(parent_id, []).append(n)
             elif adopted and self._would_cycle(parent, n, adopted):
                 log.warning("span %s: parent %s is its own descendant; treated as a root", sid, parent_id)
             else:
@@ -284,7 +321,7 @@ class Projection:
             for child in adopted:
                 self._link(child, n)
         self._place(n)
-        if adopted and n.holds:
+        if adopted and n.state & HOLDS:
             for child in adopted:
                 self._place(child)
 
@@ -307,7 +344,8 @@ class Projection:
             target.collapsed = entry
         else:
             target.collapsed = entry
-        self._touch(target)
+        if self.rendered:
+            self._touch(target)
         for n in calls_of(target) or ():
             if (n.start_ns, n.span_id) <= key:
                 n.revision += 1
@@ -323,14 +361,11 @@ class Projection:
             p = p.parent
         return False
 
-    def _link(self, child: Node, parent: Node) -> None:
+    @staticmethod
+    def _link(child: Node, parent: Node) -> None:
         child.parent = parent
         if not parent.state & HOLDS:
-            subs = parent.plain_children
-            if subs is None:
-                parent.plain_children = [child]
-            else:
-                subs.append(child)
+            _add_plain(parent, child)
 
     def _end(self, ev: SpanEnded) -> None:
         n = self.nodes.get(ev.span_id)
@@ -345,21 +380,30 @@ class Projection:
         if not n.state & STARTED:
             n.attrs = ev.attributes  # kept until the start tells us what the span is
             return
-        self._finish(n, ev.attributes, n.attrs or _EMPTY)
         listed_in = n.listed_in
         if type(listed_in) is Node and self._releasable(n, listed_in):
-            self._release(n)
-        if n.children:
-            released = type(listed_in) is Node and listed_in.state & ENDED
-            for kid in n.children:
-                if kid.state & ENDED and (kid.kind == "agentic" or released or n.expose == "io"):
+            # Never shown with its io again: none is worked out (so it has none to drop), only
+            # the exchanges it shows go (``_release``).
+            n.attrs = None
+            if n.children:
+                self._release(n)
+        else:
+            self._finish(n, ev.attributes, n.attrs or _EMPTY)
+        kids = n.children
+        if kids:
+            # Its finished calls go with it. (Its finished model exchanges and tool calls went
+            # as they ended under an ``io`` holder, or with it just above when its holder ended;
+            # under ``llm`` / ``full`` they stay shown while it is.)
+            for kid in kids:
+                if kid.state & ENDED and kid.kind == "agentic":
                     self._release(kid)
-        self._touch(n)
+        if self.rendered:
+            self._touch(n)
 
     def _finish(self, n: Node, end: dict[str, Any], start: dict[str, Any]) -> None:
         """Keep only what the rendering of a finished call needs (end attributes win)."""
         n.attrs = None
-        if not n.visible:
+        if not n.state & VISIBLE:
             return
         limit = self.output_limit
         summary = end.get(s.SUMMARY)
@@ -384,7 +428,7 @@ class Projection:
             if text is None:
                 text, mime = input_of(n.kind, start)
             if text is not None:
-                n.input = _cut(_display(text, mime), limit)
+                _put_extra(n, "input", _cut(_display(text, mime), limit))
 
     @staticmethod
     def _releasable(n: Node, holder: Node) -> bool:
@@ -402,25 +446,32 @@ class Projection:
         """A finished call whose parent finished: its io leaves memory (the log keeps it).
 
         A call's own model exchanges and tool calls (shown under ``expose=llm|full``) go with it.
+        Under ``expose=io`` they already went, each as it ended or was listed (``_releasable``).
         """
         n.output = None
         if n.extra:
-            n.input = None
-        if n.children:
-            for kid in n.children:
-                if kid.kind != "agentic" and kid.state & ENDED:
-                    kid.output = None
-                    kid.input = None
+            _drop_input(n)
+        if n.state & _EXPOSE_BITS:  # not io
+            kids = n.children
+            if kids:
+                for kid in kids:
+                    if kid.kind != "agentic" and kid.state & ENDED:
+                        kid.output = None
+                        if kid.extra:
+                            _drop_input(kid)
 
     def _host(self, n: Node) -> Node | Tree:
         """The holder whose list shows ``n``: nearest agentic ancestor, else the tree's top."""
         p = n.parent
-        conv = n.conv
+        extra = n.extra
+        conv = extra.get("conv") if extra else None
         while p is not None:
-            if p.holds:
+            if p.state & HOLDS:
                 return p
             if conv is None:
-                conv = p.conv
+                extra = p.extra
+                if extra:
+                    conv = extra.get("conv")
             q = p.parent
             if q is None:
                 break
@@ -433,17 +484,19 @@ class Projection:
 
     def _place(self, n: Node) -> None:
         """Put ``n`` (if visible) and the visible calls under it (if it holds none) in place."""
-        if n.visible:
+        if n.state & VISIBLE:
             self._move(n, self._host(n))
-        if n.holds or not n.plain_children:
+        if n.state & HOLDS or not n.extra or not n.plain_children:
             return
         stack = list(n.plain_children)
         while stack:
             c = stack.pop()
-            if c.visible:
+            if c.state & VISIBLE:
                 self._move(c, self._host(c))  # per call: a top's own session id picks its tree
-            if not c.holds and c.plain_children:
-                stack.extend(c.plain_children)
+            if not c.state & HOLDS and c.extra:
+                subs = c.plain_children
+                if subs:
+                    stack.extend(subs)
 
     def _move(self, n: Node, target: Node | Tree) -> None:
         old = n.listed_in
@@ -454,7 +507,8 @@ class Projection:
             lst.remove(n)
             if not lst and type(old) is Tree:
                 del self.trees[old.key]  # a provisional top moved under its late parent
-            self._touch(old)
+            if self.rendered:
+                self._touch(old)
         if type(target) is Node:
             lst = target.children
             if lst is None:
@@ -469,7 +523,8 @@ class Projection:
         n.listed_in = target
         if n.state & ENDED and type(target) is Node and self._releasable(n, target):
             self._release(n)
-        self._touch(n)
+        if self.rendered:
+            self._touch(n)
 
     def _touch(self, n: Node | Tree | None) -> None:
         """Forget the renderings that include ``n``."""
@@ -687,6 +742,37 @@ def _summary(kids: list[Node], through: tuple[int, str]) -> str:
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     listed = ", ".join(f"{name} ×{c}" for name, c in top[:4]) + (", …" if len(top) > 4 else "")
     return f"{n} earlier calls: {listed}" if listed else f"{n} earlier calls"
+
+
+def _add_plain(parent: Node, child: Node) -> None:
+    """Append ``child`` to the ``plain_children`` of ``parent`` (a span that holds nothing)."""
+    extra = parent.extra
+    if extra is None:
+        parent.extra = {"plain_children": [child]}
+        return
+    subs = extra.get("plain_children")
+    if subs is None:
+        extra["plain_children"] = [child]
+    else:
+        subs.append(child)
+
+
+def _put_extra(n: Node, key: str, value: Any) -> None:
+    """Set a rare field (``n.<key> = value``, never None) without the property's detour."""
+    extra = n.extra
+    if extra is None:
+        n.extra = {key: value}
+    else:
+        extra[key] = value
+
+
+def _drop_input(n: Node) -> None:
+    """``n.input = None`` for a node whose ``extra`` is set."""
+    extra = n.extra
+    if "input" in extra:  # type: ignore[operator]
+        del extra["input"]  # type: ignore[union-attr]
+        if not extra:
+            n.extra = None
 
 
 def _ended_node(listed_in: Node | Tree | None) -> bool:

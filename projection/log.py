@@ -1,16 +1,27 @@
 """The event log: an append-only file, one JSON record per line.
 
 The log is the source of truth: the live projection is a cache of it, and any moment of any
-run can be rebuilt by replaying it. Writes go straight to the file descriptor (no user-space
-buffer), one ``write(2)`` per record on an ``O_APPEND`` descriptor.
+run can be rebuilt by replaying it. Records reach the file by ``write(2)`` on an ``O_APPEND``
+descriptor: one per record, or, with a buffer, one per batch of whole records.
 
 Durability contract
 -------------------
-* ``EventLog.write`` returns ``True`` once the whole record is in the file (in the kernel's page
-  cache). From then on a crash of the process (an exception, ``os._exit``, ``SIGKILL``, the OOM
-  killer) cannot lose it. A power cut or a kernel crash can still lose what the OS had not
-  flushed to the disk yet: with ``fsync="never"`` that is whatever was written since the OS last
-  wrote back (on Linux typically up to ~30 s); with a number of seconds, the records written
+* Without a buffer (``buffer_bytes=0``), ``EventLog.write`` returns ``True`` once the whole record
+  is in the file (in the kernel's page cache). From then on a crash of the process (an exception,
+  ``os._exit``, ``SIGKILL``, the OOM killer) cannot lose it.
+* With a buffer (``buffer_bytes > 0``; the runtime's default), records wait in this process's
+  memory and are written together, in order, in one ``write(2)``: when ``buffer_bytes`` wait,
+  when the oldest waiting record is ``buffer_seconds`` old (checked as records arrive, and by a
+  background thread twice per ``buffer_seconds``), on :meth:`EventLog.flush` (the runtime flushes
+  when a model call starts, before its request is sent, so a request on the wire always has its
+  records, and everything before them, in the file; and when it ends), and at
+  :meth:`EventLog.close`. A crash of the process loses what waits: the records since the last
+  of those, at most about ``1.5 × buffer_seconds`` of them. ``write`` returns ``True`` when the
+  record is waiting or written. A forked child starts with an empty buffer (its parent writes
+  what waited).
+* A power cut or a kernel crash can still lose what the OS had not flushed to the disk yet:
+  with ``fsync="never"`` that is whatever was written since the OS last wrote back (on Linux
+  typically up to ~30 s); with a number of seconds, the records written
   since the last fsync (one is made by the first write at least that many seconds after the
   previous one, so a log that goes quiet keeps its last records unsynced until the next write,
   the OS's own write-back, or ``close``); with ``"always"``, nothing ``write`` returned ``True``
@@ -46,6 +57,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,6 +69,17 @@ import msgspec
 from .events import LogHeader, Record, decode, decode_lines, encode
 
 log = logging.getLogger(__name__)
+
+_BUFFERED: weakref.WeakSet[EventLog] = weakref.WeakSet()  # logs that have buffered records
+
+
+def _forget_in_child() -> None:
+    for event_log in list(_BUFFERED):
+        event_log._forget_waiting()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 FsyncPolicy = Literal["always", "never"] | float
 """``"always"``: fsync after every record (durable against power loss, slow); ``"never"``:
@@ -106,9 +129,18 @@ class EventLog:
         fsync: FsyncPolicy = "never",
         backlog_records: int = BACKLOG_RECORDS,
         backlog_bytes: int = BACKLOG_BYTES,
+        buffer_bytes: int = 0,
+        buffer_seconds: float = 1.0,
     ) -> None:
         if not (fsync in ("always", "never") or isinstance(fsync, (int, float))):
             raise ValueError(f"fsync must be 'always', 'never' or a number of seconds, not {fsync!r}")
+        if buffer_bytes < 0 or not buffer_seconds >= 0:
+            raise ValueError("buffer_bytes and buffer_seconds must not be negative")
+        self.buffer_bytes = buffer_bytes
+        self.buffer_seconds = buffer_seconds
+        self._waiting: list[bytes] = []  # buffered records, in order
+        self._waiting_size = 0
+        self._waiting_since = 0.0  # monotonic time of the oldest waiting record
         self.path = Path(path)
         self.fsync = fsync
         self._lock = threading.Lock()
@@ -120,6 +152,8 @@ class EventLog:
         self._dropped = 0  # records refused because the backlog was full
         self._failing = False  # between a failed write and the next write that empties the backlog
         self._sync_failing = False
+        self._flusher: threading.Thread | None = None  # started with the first buffered record
+        self._stop = threading.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:  # readable too, to look at the last byte of the file
@@ -138,7 +172,8 @@ class EventLog:
         return self.write(encode(record))
 
     def write(self, line: bytes) -> bool:
-        """Append one encoded record (a newline is added if it lacks one).
+        """Append one encoded record, or several whole ones in one ``write(2)`` (a newline is
+        added if the last lacks one).
 
         ``True``: the record is in the file. ``False``: the file cannot be written (disk full...);
         the record is kept in memory and retried before the next one and at :meth:`close`.
@@ -149,13 +184,71 @@ class EventLog:
         with self._lock:
             if self._fd < 0:
                 raise ValueError(f"event log {self.path} is closed")
-            if (self._backlog and not self._drain()) or not self._put(line):
+            if self.buffer_bytes:
+                now = time.monotonic()
+                if not self._waiting:
+                    self._waiting_since = now
+                    if self._flusher is None:
+                        self._start_flusher()
+                self._waiting.append(line)
+                self._waiting_size += len(line)
+                if self._waiting_size < self.buffer_bytes and now - self._waiting_since < self.buffer_seconds:
+                    return True
+                return self._flush()
+            self._waiting.append(line)  # unbuffered: written at once, as a batch of one
+            return self._flush()
+
+    def flush(self) -> bool:
+        """Write the records waiting in the buffer, in one ``write(2)``. ``True``: nothing waits
+        (in the buffer or, after a failed write, in the backlog)."""
+        with self._lock:
+            if self._fd < 0:
+                return not self._backlog
+            return self._flush()
+
+    def _flush(self) -> bool:
+        waiting = self._waiting
+        if not waiting:
+            return not self._backlog or self._drain()
+        self._waiting = []
+        self._waiting_size = 0
+        batch = waiting[0] if len(waiting) == 1 else b"".join(waiting)
+        if (self._backlog and not self._drain()) or not self._put(batch):
+            for line in waiting:  # whatever part reached the file was blanked: retry them all
                 self._keep(line)
-                return False
-            self._sync()
-            if self._failing:
-                self._recovered()
-            return True
+            return False
+        self._sync()
+        if self._failing:
+            self._recovered()
+        return True
+
+    def _forget_waiting(self) -> None:
+        """In a forked child: the parent writes what waited; a flusher starts again on need."""
+        self._waiting = []
+        self._waiting_size = 0
+        self._flusher = None
+
+    def _start_flusher(self) -> None:
+        """The thread that writes records waiting longer than ``buffer_seconds`` when no new
+        record comes to push them out (it checks twice per ``buffer_seconds``; stops at close)."""
+        _BUFFERED.add(self)
+        ref = weakref.ref(self)
+        period = max(self.buffer_seconds / 2, 0.01)
+        stop = self._stop
+
+        def run() -> None:
+            while not stop.wait(period):
+                event_log = ref()
+                if event_log is None:
+                    return
+                with event_log._lock:
+                    age = time.monotonic() - event_log._waiting_since
+                    if event_log._waiting and age >= event_log.buffer_seconds and event_log._fd >= 0:
+                        event_log._flush()
+                del event_log
+
+        self._flusher = threading.Thread(target=run, name="callctx-log-flush", daemon=True)
+        self._flusher.start()
 
     def _put(self, line: bytes) -> bool:
         """One ``write(2)`` of one record, on a fresh line. False when it did not all get there."""
@@ -276,11 +369,13 @@ class EventLog:
                 return
             lost = 0
             try:
+                self._flush()
                 if self._drain() and self._failing:
                     self._recovered()
                 lost = len(self._backlog) + self._dropped
                 self._fsync()
             finally:
+                self._stop.set()
                 os.close(self._fd)
                 self._fd = -1
                 self._backlog.clear()
@@ -331,9 +426,44 @@ def read_log(
     A torn record (the start of a record whose write was cut short: no final newline, or a
     fragment in the middle) is dropped with a warning; a record appended right after a fragment
     is still read. Any other damaged record is skipped with a warning naming its line, or
-    raises :class:`LogError` when ``strict``. Each problem is also appended to ``damage`` when
-    given. Only the first :class:`LogHeader` is yielded (writers creating the file together may
-    each have written one).
+    raises :class:`LogError` when ``strict`` (after the readable records before it). Each
+    problem is also appended to ``damage`` when given. Only the first :class:`LogHeader` is
+    yielded (writers creating the file together may each have written one).
+    """
+    header_seen = False
+    for records, headers in _blocks(path, strict, damage, True):
+        if not headers:
+            yield from records
+        else:  # rare: only the blocks holding a header pay for this loop
+            for rec in records:
+                if type(rec) is LogHeader:
+                    if header_seen:
+                        continue
+                    header_seen = True
+                yield rec
+        del records  # freed before the next block is decoded (fewer live objects, warmer memory)
+
+
+def read_blocks(
+    path: str | os.PathLike[str], *, strict: bool = False, damage: list[Damage] | None = None
+) -> Iterator[list[Record]]:
+    """The records :func:`read_log` yields, a list per block of the file (the replay's fast
+    path: no generator step per record), except that every :class:`LogHeader` is kept.
+    Damage is handled and reported as :func:`read_log` does."""
+    for records, _ in _blocks(path, strict, damage, False):
+        yield records
+        del records  # freed before the next block is decoded
+
+
+def _blocks(
+    path: str | os.PathLike[str], strict: bool, damage: list[Damage] | None, headers: bool
+) -> Iterator[tuple[list[Record], bool]]:
+    """(the readable records of the next block of whole lines, whether the block may hold a
+    header (always False unless ``headers``)), to the end of the file.
+
+    The file is read ``_CHUNK`` bytes at a time into one reused buffer, after the end of the
+    line the previous chunk left unfinished (no new buffer, no copy of a block, per block);
+    the records are decoded before it is refilled.
     """
     p = Path(path)
     try:
@@ -343,38 +473,48 @@ def read_log(
     except OSError as e:
         raise LogError(f"cannot read event log {p}: {e.strerror}") from None
     with f:
+        buf = bytearray(2 * _CHUNK)
+        view = memoryview(buf)
+        kept = 0  # bytes at the start of buf: a line whose end is not read yet
         line_no = 0
         offset = 0
-        rest = b""
-        header_seen = False
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            buf = rest + chunk
-            end = buf.rfind(b"\n") + 1
-            rest = buf[end:]
-            if end:
-                records = _decode_block(buf[:end], p, line_no, offset, strict, damage)
-                if buf.find(_HEADER, 0, end) < 0:
-                    yield from records
-                else:  # rare: only the blocks holding a header pay for this loop
-                    for rec in records:
-                        if type(rec) is LogHeader:
-                            if header_seen:
-                                continue
-                            header_seen = True
-                        yield rec
+        try:
+            while True:
+                if kept + _CHUNK > len(buf):  # a line longer than a chunk: make room for more of it
+                    bigger = bytearray(max(2 * len(buf), kept + 2 * _CHUNK))
+                    bigger[:kept] = view[:kept]
+                    view.release()
+                    buf, view = bigger, memoryview(bigger)
+                got = f.readinto(view[kept : kept + _CHUNK])
+                if not got:
+                    break
+                size = kept + got
+                end = buf.rfind(b"\n", 0, size) + 1
+                if not end:
+                    kept = size
+                    continue
+                records, error = _decode_lines(view[:end], p, line_no, offset, strict, damage)
+                found = headers and buf.find(_HEADER, 0, end) >= 0
                 line_no += buf.count(b"\n", 0, end)
                 offset += end
+                kept = size - end
+                if kept:
+                    view[:kept] = buf[end:size]
+                if records:
+                    yield records, found
+                del records  # freed (the consumer is done with it) before the next block is decoded
+                if error is not None:
+                    raise error
+            rest = bytes(view[:kept])
+        finally:
+            view.release()
         if rest.strip():
             try:  # a whole record whose writer has not ended the line yet
                 last = decode(rest)
             except _DECODE_ERRORS:
                 _report(Damage(line_no + 1, offset, "torn last record (no final newline)", True), p, damage)
             else:
-                if type(last) is not LogHeader or not header_seen:
-                    yield last
+                yield [last], headers and type(last) is LogHeader
 
 
 def decode_block(
@@ -383,18 +523,26 @@ def decode_block(
     """The readable records of ``block``, whole newline-ended lines of the log at ``path``
     starting at line ``line_no + 1`` and byte ``offset`` (for a reader that follows a log as it
     grows); damaged lines are skipped and reported as :func:`read_log` reports them."""
-    return list(_decode_block(block, path, line_no, offset, False, damage))
+    return _decode_lines(block, path, line_no, offset, False, damage)[0]
 
 
-def _decode_block(
-    block: bytes, path: Path, line_no: int, offset: int, strict: bool, damage: list[Damage] | None
-) -> Iterator[Record]:
+def _decode_lines(
+    block: bytes | memoryview, path: Path, line_no: int, offset: int, strict: bool, damage: list[Damage] | None
+) -> tuple[list[Record], LogError | None]:
+    """(the readable records of ``block``, the :class:`LogError` to raise after them when
+    ``strict`` and a line is unreadable, else None). ``block`` is only read during the call."""
     try:
-        yield from decode_lines(block)
-        return
+        return decode_lines(block), None
     except _DECODE_ERRORS:
         pass
-    # Slow path: find the bad lines one by one.
+    return _decode_slowly(bytes(block), path, line_no, offset, strict, damage)
+
+
+def _decode_slowly(
+    block: bytes, path: Path, line_no: int, offset: int, strict: bool, damage: list[Damage] | None
+) -> tuple[list[Record], LogError | None]:
+    """:func:`_decode_lines` for a block that holds a bad line: find them one by one."""
+    out: list[Record] = []
     pos = 0
     for i, line in enumerate(block.split(b"\n")[:-1], start=line_no + 1):
         start = pos
@@ -402,7 +550,7 @@ def _decode_block(
         if not line.strip():
             continue
         try:
-            yield decode(line)
+            out.append(decode(line))
             continue
         except _DECODE_ERRORS as e:
             error = e
@@ -416,10 +564,11 @@ def _decode_block(
             else:
                 problem = Damage(i, offset + start, f"unreadable record: {error}", False)
                 if strict:
-                    raise LogError(f"event log {path}: line {i}: {problem.reason}") from None
+                    return out, LogError(f"event log {path}: line {i}: {problem.reason}")
             _report(problem, path, damage)
         if rec is not None:
-            yield rec
+            out.append(rec)
+    return out, None
 
 
 def _salvage(line: bytes) -> tuple[bytes, Record | None]:

@@ -4,6 +4,8 @@ Decoding never trusts its input: a span with bad ids is rejected and counted (OT
 success), the rest of the request is kept. OTLP/JSON follows the spec (hex ids, integer
 enums, int64 as strings or numbers) and also reads base64 ids, as protobuf's own JSON
 mapping writes them; the Collector's file exporter (one request per line) reads too.
+(``callctx serve`` reads protobuf requests straight into the fold's records instead, through
+:mod:`callctx.projection.otlp_events`, which gives what ``to_records`` makes of these spans.)
 """
 
 from __future__ import annotations
@@ -33,10 +35,15 @@ class Decoded(msgspec.Struct):
 
     @property
     def message(self) -> str:
-        if not self.rejected:
-            return ""
-        more = f" (and {len(self.errors) - 3} more)" if len(self.errors) > 3 else ""
-        return f"{self.rejected} spans rejected: " + "; ".join(self.errors[:3]) + more
+        return rejection_message(self.rejected, self.errors)
+
+
+def rejection_message(rejected: int, errors: list[str]) -> str:
+    """The OTLP partial-success message: how many spans were rejected, and the first reasons."""
+    if not rejected:
+        return ""
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return f"{rejected} spans rejected: " + "; ".join(errors[:3]) + more
 
 
 # ---- protobuf ---------------------------------------------------------------------------------

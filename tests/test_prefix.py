@@ -72,6 +72,7 @@ def test_consecutive_renders_share_a_prefix_up_to_the_changed_tail(runtime):
 
 def test_live_renders_with_memos_equal_fresh_folds(runtime):
     renders = _long_run(runtime, stages=40)
+    runtime.flush()  # the log batches its records: write what waits before reading it
     events = [e for e in read_log(runtime.log_path) if hasattr(e, "span_id")]
     # the final state from scratch, no memo: every call's view equals the live one
     fresh = Projection()

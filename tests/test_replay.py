@@ -9,12 +9,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import parse
 
-from callctx import agentic
+from callctx import agentic, setup
 from callctx.demo import run
 from callctx.projection import Projection
 from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, decode, encode
+from callctx.recorded import rebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +38,7 @@ def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
         assert replayed.view(m.span_id).text == m.tree, m.function
 
     # the whole run: every view of the finished run is identical
+    runtime.flush()  # the records since the last model call wait in memory until now
     full = Projection.from_log(log_path)
     live = runtime.projection
     assert full.sessions() == live.sessions()
@@ -46,7 +49,9 @@ def test_every_live_render_equals_the_replayed_one(runtime, tmp_path):
             assert full.view(span_id).text == live.view(span_id).text
 
 
-def test_log_write_failures_are_kept_and_retried_in_order(runtime, monkeypatch):
+@pytest.mark.parametrize("log_buffer", [0, 64 * 1024])
+def test_log_write_failures_are_kept_and_retried_in_order(tmp_path, monkeypatch, log_buffer):
+    runtime = setup(tmp_path / "events.jsonl", log_buffer=log_buffer)
     fd = runtime.processor.log._fd
     real = os.write
     fail = {"left": 3}
@@ -61,6 +66,7 @@ def test_log_write_failures_are_kept_and_retried_in_order(runtime, monkeypatch):
 
     @agentic
     def leaf(i):
+        runtime.flush()  # a batched log writes at each model call: here, at each leaf
         return i
 
     @agentic
@@ -82,7 +88,7 @@ KILLED = textwrap.dedent(
     import sys
     from callctx import agentic, setup
 
-    rt = setup(sys.argv[1])
+    rt = setup(sys.argv[1], log_buffer=0)  # each record written as it happens
 
     @agentic
     def step(i, payload):
@@ -190,3 +196,60 @@ def test_the_tree_as_each_call_saw_it_when_it_started(runtime, tmp_path, capsys)
 
     with pytest.raises(LookupError, match="final=True"):
         Projection().tree(last)
+
+
+BATCHED = textwrap.dedent(
+    """
+    import sys
+    from callctx import agentic, setup
+    from callctx.models import ScriptedModel
+
+    rt = setup(sys.argv[1], model=ScriptedModel({"*": ["fine"]}))  # the default: records batched
+
+    @agentic
+    def step(i, payload):
+        return payload[::-1]
+
+    @agentic
+    def ask(n):
+        for i in range(20):
+            step(i, "y" * (i * 53 % 300))
+        answer = rt.exec(f"round {n}")  # the log is written before the request goes out
+        print(f"sent {n}", flush=True)
+        return answer
+
+    @agentic
+    def forever():
+        n = 0
+        while True:
+            ask(n)
+            n += 1
+
+    forever()
+    """
+)
+
+
+def test_sigkill_with_a_batched_log_keeps_every_sent_request(tmp_path):
+    """The default log batches records; what a kill may lose is only what was not yet written
+    when it landed: never a model call whose request was sent, nor anything before it."""
+    log_path = tmp_path / "events.jsonl"
+    script = tmp_path / "batched.py"
+    script.write_text(BATCHED)
+    proc = subprocess.Popen([sys.executable, str(script), str(log_path)], stdout=subprocess.PIPE)
+    for n in range(4):
+        assert proc.stdout.readline().strip() == f"sent {n}".encode()
+    proc.send_signal(signal.SIGKILL)  # anywhere after the fourth request went out
+    proc.wait(timeout=10)
+
+    from callctx.projection.calls import read_calls
+
+    calls, blobs = read_calls(log_path)
+    assert len(calls) >= 4  # every request that was sent is in the log
+    for call in calls[:4]:
+        rebuilt = rebuild(call, blobs)  # with every text it was built from, written before it
+        assert rebuilt.verified
+    p = Projection.from_log(log_path)
+    assert all(d.torn for d in p.damage) and len(p.damage) <= 1
+    asks = [c for c in parse(p.session_tree(p.sessions()[0]))[0]["children"] if c["function"] == "ask"]
+    assert len(asks) >= 4 and all("output" in a for a in asks[:3])  # the first three asks ended before the fourth sent

@@ -25,6 +25,7 @@ from callctx.projection import schema as s
 
 from . import active
 from .payload import Binder, output_attributes, to_json
+from .processor import put_attributes
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ def _succeed(spec: CallSpec, span: Span | None, result: Any) -> None:
         if spec.summarize is not None:
             attrs.update(_summary(spec, result))
         if attrs:
-            span.set_attributes(attrs)
+            put_attributes(span, attrs)
         span.end()
     except Exception:
         log.exception("callctx: could not end the span of %s", spec.name)

@@ -287,8 +287,10 @@ class _Steps:
         position, output, attachments, agent = self.position, self.output, self.attachments, self.agent
         top_level = self.top_level
         cfg = rt.config
-        span_id = rt.current_span_id()  # inside the turn's own span, for a top-level turn
-        caller = rt.projection.call_of(span_id) if span_id else None  # the agentic call it is made from
+        caller = self.caller  # the agentic call it is made from
+        if top_level:  # a top-level turn runs inside its own span, started since
+            span_id = rt.current_span_id()
+            caller = rt.projection.call_of(span_id) if span_id else None
         call_id = caller.span_id if caller is not None else None
         view = rt.view(call_id) if call_id else None
         function = None if top_level or caller is None else caller.function

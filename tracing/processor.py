@@ -3,8 +3,9 @@
 It must be synchronous: a call's context is assembled from the tree while the call runs, so
 the tree must already hold the call when its first line of user code executes. Being on the
 user's hot path, it does as little as possible: build the event, append it to the log, apply
-it to the fold, all under the projection's lock so the log's order is the fold's order. Any
-failure is logged and swallowed; it never reaches the user's function.
+it to the fold, all under the projection's lock so the log's order is the fold's order. A
+buffered log is flushed when a model call starts (before its request is sent) and when it
+ends. Any failure is logged and swallowed; it never reaches the user's function.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from callctx.projection import Projection
 from callctx.projection.events import SpanEnded, SpanEvent, SpanLink, SpanStarted, encode
 from callctx.projection.log import EventLog
+from callctx.projection.schema import OP_CHAT, OPERATION
 from callctx.projection.spans import BLOB_EVENT, error_text
 
 log = logging.getLogger(__name__)
@@ -38,16 +40,40 @@ def span_attributes(span: ReadableSpan) -> dict[str, Any]:
 _NONE: dict[str, Any] = {}
 
 
+def put_attributes(span: Any, attrs: dict[str, Any]) -> None:
+    """Set attributes callctx built (strings and numbers: valid by construction, so checked
+    once, where they are made) on a running span, straight into its attribute map when the
+    SDK's limits cannot apply to them, else the usual way (validated, and cut to
+    ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``). Every processor's ``on_end`` sees them."""
+    bounded = getattr(span, "_attributes", None)
+    inner = getattr(bounded, "_dict", None)
+    if (
+        type(inner) is dict
+        and getattr(bounded, "max_value_len", 0) is None
+        and not getattr(bounded, "_immutable", True)
+        and (bounded.maxlen is None or len(inner) + len(attrs) <= bounded.maxlen)  # type: ignore[union-attr]
+    ):
+        inner.update(attrs)
+    else:
+        span.set_attributes(attrs)
+
+
 def _resource(span: ReadableSpan) -> dict[str, Any]:
     resource = span.resource
     return dict(resource.attributes) if resource is not None and resource.attributes else _NONE
 
 
-def _events(span: ReadableSpan) -> list[SpanEvent]:
+def _listed(span: ReadableSpan, private: str, public: str) -> Any:
+    """A finished span's events or links, without the copy the SDK's property makes each time
+    it is read (the span has ended: they no longer change)."""
+    bounded = getattr(span, private, None)
+    inner = getattr(bounded, "_dq", None)
+    return inner if inner is not None else getattr(span, public) or ()
+
+
+def _events(events: Any) -> list[SpanEvent]:
     """The span's events, but the texts recorded for a model call (the log has them as blobs)."""
-    return [
-        SpanEvent(e.name, e.timestamp or 0, dict(e.attributes or {})) for e in span.events if e.name != BLOB_EVENT
-    ]
+    return [SpanEvent(e.name, e.timestamp or 0, dict(e.attributes or {})) for e in events if e.name != BLOB_EVENT]
 
 
 class ProjectionProcessor(SpanProcessor):
@@ -91,6 +117,8 @@ class ProjectionProcessor(SpanProcessor):
                 span.instrumentation_scope.name if resource and span.instrumentation_scope else None,
             )
             self._emit(event)
+            if self.log is not None and attrs.get(OPERATION) == OP_CHAT:
+                self.log.flush()  # a model call's request goes out with its records in the file
         except Exception:
             log.exception("callctx: could not record the start of span %r", getattr(span, "name", "?"))
 
@@ -100,8 +128,10 @@ class ProjectionProcessor(SpanProcessor):
         try:
             ctx = span.get_span_context()
             opened = self._open.pop(ctx.span_id, None)
+            model_call = False
             if opened is not None:
                 span_hex, started = opened
+                model_call = started.get(OPERATION) == OP_CHAT
                 # The span has ended, its attributes are frozen; values are immutable and kept by
                 # identity, so only those added or replaced since the start are recorded.
                 raw = getattr(getattr(span, "_attributes", None), "_dict", None)
@@ -110,23 +140,26 @@ class ProjectionProcessor(SpanProcessor):
             else:
                 span_hex = format(ctx.span_id, "016x")
                 attrs = span_attributes(span)
-            code = span.status.status_code
+            status = span.status
+            code = status.status_code
             failed = code is StatusCode.ERROR
+            events = _listed(span, "_events", "events")
+            links = _listed(span, "_links", "links")
             self._emit(
                 SpanEnded(
                     self._trace_hex(ctx.trace_id),
                     span_hex,
                     span.end_time or 0,
                     "error" if failed else ("ok" if code is StatusCode.OK else "unset"),
-                    error_text(span.status.description, ((e.name, e.attributes) for e in span.events or ()))
-                    if failed
-                    else None,
+                    error_text(status.description, ((e.name, e.attributes) for e in events)) if failed else None,
                     attrs,
-                    _events(span) if span.events else [],
+                    _events(events) if events else [],
                     [SpanLink(format(lk.context.trace_id, "032x"), format(lk.context.span_id, "016x"),
-                              dict(lk.attributes or {})) for lk in span.links] if span.links else [],
+                              dict(lk.attributes or {})) for lk in links] if links else [],
                 )
             )  # fmt: skip
+            if model_call and self.log is not None:
+                self.log.flush()  # what the model answered is in the file once the call returns
         except Exception:
             log.exception("callctx: could not record the end of span %r", getattr(span, "name", "?"))
 

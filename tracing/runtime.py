@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from callctx.components import Registry, default_registry, tokens
+from callctx.components.assemble import prepare
 from callctx.components.ctx import (
     AgentInfo,
     Attachment,
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 COLLAPSE_TO = 0.6  # a collapse leaves the tree at this share of its budget
 SEALED_PER_SESSION = 8  # the tree blocks of this many recent calls per session are reused
 SEALED_SESSIONS = 256
+LOG_BUFFER = 64 * 1024  # bytes of records the event log batches into one write (0: one write per record)
 
 
 def _now() -> datetime:
@@ -89,6 +91,9 @@ class Runtime:
         self.send_texts = False  # attach recorded texts to chat spans (set when spans are exported)
         self._closed = False
         self._sealed: OrderedDict[str, deque[Sealed]] = OrderedDict()  # per session: tree blocks sent
+        self._memory_tools: tuple[object, dict[str, Tool]] | None = None  # (backend, its tools by name)
+        # The one-time work of model calls (the tokenizer, the workspace files), done now, not in the first call.
+        prepare(config.base.replace(model=config.model.params.model), config.registry)
 
     # ---- the call tree ---------------------------------------------------------------------
     @property
@@ -197,8 +202,12 @@ class Runtime:
         (when memory is on and can run them) and the callables given as ``deferred_tools``."""
         out: dict[str, Tool] = {t.name: t for t in self.config.deferred}
         memory = self.config.base.memory
-        if isinstance(memory, MemoryTools):
-            out.update({t.name: t for t in memory_tools(memory)})
+        if memory is not None:
+            made = self._memory_tools
+            if made is None or made[0] is not memory:  # built once per backend
+                tools = {t.name: t for t in memory_tools(memory)} if isinstance(memory, MemoryTools) else {}
+                made = self._memory_tools = (memory, tools)
+            out.update(made[1])
         return out
 
     def sealed(self, key: str) -> tuple[Sealed, ...]:
@@ -232,13 +241,22 @@ class Runtime:
         event_log = self.processor.log
         if event_log is None or event_log.closed:
             return
+        known = self._blobs
+        if all(h in known for h in blobs):  # the usual case: a call sends again what the log holds
+            return
         with self.projection.lock:
             try:
-                write_blobs(event_log, self._blobs, blobs)
+                write_blobs(event_log, known, blobs)
             except OSError as e:
                 log.error("callctx: cannot record a context in %s: %s", event_log.path, e)
 
     # ---- lifecycle -------------------------------------------------------------------------
+    def flush(self) -> bool:
+        """Write the records the event log holds in memory (it batches them; see ``log_buffer``
+        in :func:`setup`). ``True``: nothing waits (or there is no log)."""
+        event_log = self.processor.log
+        return event_log.flush() if event_log is not None and not event_log.closed else True
+
     def close(self) -> None:
         """Flush and close the log (and the exporter, within ``exit_timeout`` seconds)."""
         if self._closed:
@@ -288,6 +306,7 @@ def setup(
     max_tool_rounds: int = 8,
     tree_budget: int | None = None,
     fsync: FsyncPolicy = "never",
+    log_buffer: int = LOG_BUFFER,
     output_limit: int | None = DEFAULT_OUTPUT_LIMIT,
     disable_plugins: Sequence[str] = (),
     exporters: Sequence[SpanExporter] = (),
@@ -311,11 +330,15 @@ def setup(
     (``gen_ai.conversation.id``). ``clock`` returns the current time (the date block reads it;
     tests pin it). ``disable_plugins`` (and ``$CALLCTX_DISABLE_PLUGINS``) names
     context-component plugins not to load, by entry-point or distribution name. Every
-    variable callctx reads is listed in :mod:`callctx.settings`.
+    variable callctx reads is listed in :mod:`callctx.settings`. ``log_buffer``: bytes of
+    records the log batches into one write (0: each record written at once); a batch is written
+    when a model call starts and ends, when a record has waited a second, and at exit, so a
+    killed process loses at most the records of its last second, never a sent request's (see
+    the durability contract in :mod:`callctx.projection.log`).
     """
     env = settings.read()
     path = log_path if log_path is not None else env.log_path
-    event_log = EventLog(path, fsync=fsync) if path else None
+    event_log = EventLog(path, fsync=fsync, buffer_bytes=log_buffer) if path else None
     projection = Projection(output_limit=output_limit)
     projection.source = path
     processor = ProjectionProcessor(projection, event_log)

@@ -21,14 +21,20 @@ Builder = Callable[[Context, list[Exchange], Params], dict[str, Any]]
 
 
 def _builders() -> dict[str, Builder]:
-    from . import anthropic, gemini, openai
+    global _BUILDERS
+    if _BUILDERS is None:
+        from . import anthropic, gemini, openai
 
-    return {
-        "anthropic": anthropic.build,
-        "openai-chat": openai.build_chat,
-        "openai-responses": openai.build_responses,
-        "gemini": gemini.build,
-    }
+        _BUILDERS = {
+            "anthropic": anthropic.build,
+            "openai-chat": openai.build_chat,
+            "openai-responses": openai.build_responses,
+            "gemini": gemini.build,
+        }
+    return _BUILDERS
+
+
+_BUILDERS: dict[str, Builder] | None = None
 
 
 WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
@@ -48,8 +54,102 @@ def build(wire: str, context: Context, exchanges: list[Exchange] | None = None, 
 
 
 def canonical(body: dict[str, Any]) -> bytes:
-    """The bytes hashed for a request: sorted keys, no whitespace, UTF-8."""
+    """The bytes hashed for a request: sorted keys, no whitespace, UTF-8.
+
+    Byte for byte ``json.dumps(body, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False).encode()``, made faster: the strings a session sends again and again
+    (the system blocks, the sealed tree blocks, the keys) are escaped and encoded once.
+    Anything but plain dicts with string keys, lists, tuples, strings, ints, floats, booleans
+    and None is left to ``json`` itself (as are its errors)."""
+    out: list[bytes] = []
+    try:
+        _encode(body, out.append)
+    except (_Unusual, RecursionError, UnicodeEncodeError):
+        return _reference(body)
+    return b"".join(out)
+
+
+def _reference(body: Any) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class _Unusual(Exception):
+    """A value the fast encoder leaves to ``json``."""
+
+
+_escape = json.encoder.encode_basestring  # json's own escaper (its C version when there is one)
+_MEMO_ENTRIES = 8192
+_MEMO_BYTES = 16 << 20
+_escaped: dict[str, bytes] = {}  # strings as JSON, in UTF-8: most of a request was in the one before
+_escaped_size = 0
+
+
+def _encode(value: Any, out: Callable[[bytes], None]) -> None:
+    t = type(value)
+    if t is str:
+        out(_escaped.get(value) or _string(value))
+    elif t is dict:
+        if not value:
+            out(b"{}")
+            return
+        keys = _first_keys  # '{"key":', then ',"key":'
+        for key in sorted(value):
+            if type(key) is not str:
+                raise _Unusual
+            out(keys.get(key) or _key(key, keys))
+            keys = _next_keys
+            item = value[key]
+            if type(item) is str:  # most values: no call of their own
+                out(_escaped.get(item) or _string(item))
+            else:
+                _encode(item, out)
+        out(b"}")
+    elif t is list or t is tuple:
+        if not value:
+            out(b"[]")
+            return
+        sep = b"["
+        for item in value:
+            out(sep)
+            sep = b","
+            if type(item) is str:
+                out(_escaped.get(item) or _string(item))
+            else:
+                _encode(item, out)
+        out(b"]")
+    elif t is int:
+        out(int.__repr__(value).encode())
+    elif value is None:
+        out(b"null")
+    elif t is bool:
+        out(b"true" if value else b"false")
+    elif t is float and value - value == 0.0:  # finite (json writes NaN and Infinity its own way)
+        out(float.__repr__(value).encode())
+    else:
+        raise _Unusual
+
+
+def _string(text: str) -> bytes:
+    global _escaped_size
+    done = _escape(text).encode()
+    if len(_escaped) >= _MEMO_ENTRIES or _escaped_size > _MEMO_BYTES:
+        _escaped.clear()
+        _escaped_size = 0
+    _escaped[text] = done
+    _escaped_size += len(done)
+    return done
+
+
+_first_keys: dict[str, bytes] = {}
+_next_keys: dict[str, bytes] = {}
+
+
+def _key(key: str, keys: dict[str, bytes]) -> bytes:
+    piece = (b"{" if keys is _first_keys else b",") + _escape(key).encode() + b":"
+    if len(keys) >= _MEMO_ENTRIES:
+        keys.clear()
+    keys[key] = piece
+    return piece
 
 
 def request_hash(body: dict[str, Any]) -> str:

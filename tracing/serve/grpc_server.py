@@ -4,7 +4,8 @@ Bounds: at most ``max_concurrent_rpcs`` calls in the server at once (past that a
 refused with ``RESOURCE_EXHAUSTED``, which OTLP exporters retry), at most
 ``max_concurrent_streams`` streams per connection (HTTP/2 flow control holds the rest back),
 and no message over the receiver's ``max_body`` (refused before it is decoded). gRPC's own
-I/O threads read the messages: a slow or idle client holds no worker.
+I/O threads read the messages: a slow or idle client holds no worker. A request, parsed by
+gRPC, is read straight into the records the receiver ingests (``otlp_events.decode_request``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from callctx.projection.otlp import decode_request
+from callctx.projection.otlp_events import decode_request
 
-from .receiver import Receiver
+from .receiver import Receiver, collector_paused
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         if not rx.authorized(meta.get("authorization")):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         t0 = time.perf_counter()
-        decoded = decode_request(request)
+        with collector_paused():
+            decoded = decode_request(request)
         spent = time.perf_counter() - t0
         rx.stats.add(seconds_decode=spent, seconds_total=spent)
         try:

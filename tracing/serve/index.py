@@ -4,8 +4,16 @@ usage, in SQLite beside the receiver's log (in memory without a log). Requests p
 it; nothing re-reads the log to list. A call's context is read from the log by the byte range
 of its records, which the index keeps.
 
+Each request's spans go in in one transaction: their rows are made in Python first, inserted
+by ``executemany`` with statements SQLite keeps prepared (lookups by lists of ids padded to one
+length), and the function and call path of a foreign model call are worked out before its row
+goes in (a call whose chain waits for a span not here yet is updated when that span arrives).
+The schema's version is SQLite's ``user_version``: an index of another version is emptied, and
+the receiver then rebuilds it from its log.
+
 Threading: one connection, used under the index's own lock. Errors: SQLite errors propagate
-(the transports answer 500 for a read, 503 for ingest).
+(the transports answer 500 for a read; the receiver logs an ingest's and carries on, since the
+log has the spans).
 """
 
 from __future__ import annotations
@@ -13,21 +21,24 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from callctx.projection import schema as s
 from callctx.projection.dialects import classify, conversation, function_name
-from callctx.projection.llm import model_of, provider_of, usage_of
+from callctx.projection.llm import _USAGE, LANGFUSE_USAGE, model_of, provider_of, usage_of
+from callctx.projection.otlp_events import Received
 from callctx.projection.spans import SpanData
 
+_VERSION = 2  # the schema's, in SQLite's user_version: an index of another version is made anew
+_TABLES = ("spans", "calls", "blobs", "meta", "traces")
+# spans: what a call's chain is resolved through and the trees' function filter reads (no more)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
-    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL,
-    function TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, status TEXT, service TEXT, session TEXT
+    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, function TEXT
 );
-CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id);
 CREATE TABLE IF NOT EXISTS calls (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER NOT NULL,
     end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT, model TEXT, provider TEXT,
@@ -71,6 +82,9 @@ class Index:
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self._db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] != _VERSION:  # new, or of an older schema
+            self._db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _TABLES))
+            self._db.execute(f"PRAGMA user_version = {_VERSION}")
         self._db.executescript(_SCHEMA)
         self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
         self._db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is rebuilt from it
@@ -130,57 +144,127 @@ class Index:
     ) -> None:
         """Index one request's spans, each with the byte offset and length of its records in
         the log (None without a log), and the texts it carried by hash -> (offset, length)."""
-        span_rows = []
-        call_rows = []
-        for sp, offset, length in spans:
-            a = sp.attributes
-            kind = classify(sp.name, a)
-            session = conversation(a)
-            span_rows.append(
-                (sp.span_id, sp.trace_id, sp.parent_id, kind, function_name(sp.name, kind, a), _i64(sp.start_ns),
-                 _i64(sp.end_ns), sp.status, sp.service, session)
-            )  # fmt: skip
-            if kind != "llm":
-                continue
-            usage = usage_of(a)
-            ours = isinstance(a.get(s.CONTEXT), str)
-            call_rows.append(
-                (sp.span_id, sp.trace_id, sp.parent_id, _i64(sp.start_ns), _i64(sp.end_ns),
-                 "error" if sp.status == "error" else "ok", sp.error, sp.service, session, model_of(a),
-                 provider_of(a), a.get(s.FUNCTION) if ours else None, a.get(s.CALL_PATH) if ours else None,
-                 int(ours), int(ours), *(_i64(usage.get(k)) for k in ("input", "output", "cache_read", "cache_write")),
-                 offset, length)
-            )  # fmt: skip
-        with self._lock, self._db:
-            fresh = {r[0] for r in span_rows} - {
-                row[0]
-                for chunk in _chunks([r[0] for r in span_rows], 500)
-                for row in self._db.execute(
-                    f"SELECT span_id FROM spans WHERE span_id IN ({','.join('?' * len(chunk))})", chunk
-                )
-            }
-            self._db.executemany("INSERT OR IGNORE INTO spans VALUES (?,?,?,?,?,?,?,?,?,?)", span_rows)
-            self._traces([r for r in span_rows if r[0] in fresh], [c for c in call_rows if c[0] in fresh])
-            self._db.executemany(
-                f"INSERT OR IGNORE INTO calls ({_COLUMNS.replace('ours', 'resolved, ours')}) "
-                f"VALUES ({','.join('?' * 21)})",
-                call_rows,
-            )
-            self._db.executemany(
-                "INSERT OR IGNORE INTO blobs VALUES (?,?,?)", [(h, o, n) for h, (o, n) in blobs.items()]
-            )
-            self._resolve([c[0] for c in call_rows if c[0] in fresh and not c[13]], list(fresh))
+        self._add(
+            (
+                (sp.span_id, sp.trace_id, sp.parent_id, sp.name, sp.start_ns, sp.end_ns, sp.attributes, sp.status,
+                 sp.error, sp.resource, offset, length, None, None)
+                for sp, offset, length in spans
+            ),
+            blobs,
+        )  # fmt: skip
 
-    def _traces(self, span_rows: list[tuple[Any, ...]], call_rows: list[tuple[Any, ...]]) -> None:
-        """Fold new spans and calls into their traces' totals."""
+    def add_received(
+        self,
+        spans: Sequence[tuple[Received, int | None, int | None]],
+        blobs: Mapping[str, tuple[int, int]],
+        kinds: Sequence[tuple[str | None, str | None]] | None = None,
+    ) -> None:
+        """:meth:`add` for spans as the receiver decodes them (:class:`Received`); ``kinds``:
+        each span's kind and function name when the fold has just worked them out from its
+        start record (None, None: worked out here, the same way)."""
+        self._add(
+            (
+                (r.span_id, r.trace_id, st.parent_id, st.name, r.start_ns, r.end_ns, st.attributes, r.status, r.error,
+                 st.resource, offset, length, kind, fn)
+                for (r, offset, length), (kind, fn) in zip(spans, kinds or repeat(_UNKNOWN), strict=kinds is not None)
+                for st in (r.started,)
+            ),
+            blobs,
+        )  # fmt: skip
+
+    def _add(self, spans: Iterable[tuple[Any, ...]], blobs: Mapping[str, tuple[int, int]]) -> None:
+        """Index spans given as (span id, trace id, parent id, name, start, end, attributes,
+        status, status message, resource, log offset, log length, kind, function): the rows are
+        made first, then go in in one transaction, by ``executemany`` with statements SQLite
+        keeps prepared."""
+        span_rows = []  # what the spans table keeps
+        facts = []  # (trace id, start, end, status, service, session) of each span, for its trace's totals
+        call_rows = []
+        resource: Any = None
+        service = None
+        for (span_id, trace_id, parent_id, name, start_ns, end_ns, a, status, error, res, offset, length, kind,
+             fn) in spans:  # fmt: skip
+            if kind is None:
+                kind = classify(name, a)
+                fn = function_name(name, kind, a)
+            if res is not resource:  # the spans of one resource come together
+                resource, service = res, _service(res)
+            if not -_I64 <= start_ns <= _I64:
+                start_ns = _i64(start_ns)
+            if not -_I64 <= end_ns <= _I64:
+                end_ns = _i64(end_ns)
+            session = conversation(a)
+            span_rows.append((span_id, trace_id, parent_id, kind, fn))
+            facts.append((trace_id, start_ns, end_ns, status, service, session))
+            if kind == "llm":
+                usage = usage_of(a) if not _USAGE_KEYS.isdisjoint(a) else None
+                if usage:
+                    get = usage.get
+                    tokens = (_i64(get("input")), _i64(get("output")), _i64(get("cache_read")),
+                              _i64(get("cache_write")))  # fmt: skip
+                else:
+                    tokens = _NO_USAGE
+                ours = isinstance(a.get(s.CONTEXT), str)
+                call_rows.append(
+                    (span_id, trace_id, parent_id, start_ns, end_ns, "error" if status == "error" else "ok", error,
+                     service, session, model_of(a), provider_of(a), a.get(s.FUNCTION) if ours else None,
+                     a.get(s.CALL_PATH) if ours else None, int(ours), int(ours),
+                     *tokens, offset, length)
+                )  # fmt: skip
+        if not span_rows and not blobs:
+            return
+        with self._lock, self._db:
+            fresh = self._insert_spans(span_rows)
+            if fresh is None:  # all of them
+                new_spans, new_facts, new_calls = span_rows, facts, call_rows
+            else:
+                new_spans = [r for r in span_rows if r[0] in fresh]
+                new_facts = [f for r, f in zip(span_rows, facts, strict=True) if r[0] in fresh]
+                new_calls = [c for c in call_rows if c[0] in fresh]
+            self._traces(new_facts, new_calls)
+            self._resolve(call_rows, new_calls, new_spans)
+            if call_rows:
+                self._db.executemany(_INSERT_CALL, call_rows)
+            if blobs:
+                self._db.executemany(_INSERT_BLOB, [(h, o, n) for h, (o, n) in blobs.items()])
+
+    def _insert_spans(self, rows: list[tuple[Any, ...]]) -> set[str] | None:
+        """Insert the span rows (the first of a span id wins); the ids that were not indexed
+        before, or None when that is all of them (the rows go in first, under a savepoint, and
+        are looked up only when some were there already)."""
+        db = self._db
+        if not db.in_transaction:  # so that releasing the savepoint does not commit: one transaction
+            db.execute("BEGIN")
+        db.execute("SAVEPOINT spans")
+        before = db.total_changes
+        db.executemany(_INSERT_SPAN, rows)
+        if db.total_changes - before == len(rows):
+            db.execute("RELEASE spans")
+            return None
+        db.execute("ROLLBACK TO spans")
+        db.execute("RELEASE spans")
+        ids = [r[0] for r in rows]
+        fresh = set(ids)
+        for chunk in _padded(ids):
+            fresh.difference_update(row[0] for row in db.execute(_KNOWN_SPANS, chunk))
+        db.executemany(_INSERT_SPAN, rows)
+        return fresh
+
+    def _traces(self, facts: list[tuple[Any, ...]], call_rows: list[tuple[Any, ...]]) -> None:
+        """Fold new spans (their facts) and calls into their traces' totals."""
         per: dict[str, dict[str, Any]] = {}
-        for _sid, tid, _parent, _kind, _fn, start, end, status, service, session in span_rows:
-            t = per.setdefault(tid, {"session": None, "first": start, "last": end or start, "spans": 0, "errors": 0,
-                                     "running": 0, "services": set(), "calls": 0, "usage": [0, 0, 0, 0],
-                                     "models": set()})  # fmt: skip
+        for tid, start, end, status, service, session in facts:
+            t = per.get(tid)
+            if t is None:
+                t = per[tid] = {"session": None, "first": start, "last": end or start, "spans": 0, "errors": 0,
+                                "running": 0, "services": set(), "calls": 0, "usage": [0, 0, 0, 0],
+                                "models": set()}  # fmt: skip
             t["session"] = t["session"] or session
-            t["first"] = min(t["first"], start)
-            t["last"] = max(t["last"], end or start)
+            if start < t["first"]:
+                t["first"] = start
+            last = end or start
+            if last > t["last"]:
+                t["last"] = last
             t["spans"] += 1
             t["errors"] += status == "error"
             t["running"] += end is None
@@ -189,60 +273,90 @@ class Index:
         for row in call_rows:
             t = per[row[1]]
             t["calls"] += 1
-            for i, v in enumerate(row[16:20]):
+            for i, v in enumerate(row[15:19]):  # input, output, cache read, cache write
                 t["usage"][i] += v or 0
             if row[9]:
                 t["models"].add(row[9])
+        db = self._db
         for tid, t in per.items():
-            old = self._db.execute("SELECT services, models FROM traces WHERE trace_id = ?", (tid,)).fetchone()
+            old = db.execute("SELECT services, models FROM traces WHERE trace_id = ?", (tid,)).fetchone()
             services, models = t["services"], t["models"]
             if old is not None:
                 services |= set(filter(None, (old[0] or "").split(",")))
                 models |= set(filter(None, (old[1] or "").split(",")))
-            self._db.execute(
-                "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
-                "session = coalesce(session, excluded.session), first = min(first, excluded.first), "
-                "last = max(last, excluded.last), spans = spans + excluded.spans, errors = errors + excluded.errors, "
-                "running = running + excluded.running, services = excluded.services, calls = calls + excluded.calls, "
-                "input = input + excluded.input, output = output + excluded.output, "
-                "cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write, "
-                "models = excluded.models",
+            db.execute(
+                _UPSERT_TRACE,
                 (tid, t["session"], t["first"], t["last"], t["spans"], t["errors"], t["running"],
                  ",".join(sorted(services)), t["calls"], *t["usage"], ",".join(sorted(models))),
             )  # fmt: skip
 
-    def _resolve(self, new_calls: list[str], new_spans: list[str]) -> None:
+    def _resolve(
+        self, call_rows: list[tuple[Any, ...]], new_calls: list[tuple[Any, ...]], new_spans: list[tuple[Any, ...]]
+    ) -> None:
         """Name the function and call path of foreign calls whose ancestors have arrived (the
-        nearest agentic ancestor; plain spans are transparent): the calls just added, and those
-        whose chain stopped at a span that has just arrived. A chain that stops at a span not
-        here yet waits for it (``_waiting``), so each request pays only for what it brought."""
-        todo = list(new_calls)
-        for sid in new_spans:
-            todo.extend(self._waiting.pop(sid, ()))
-        for call_id in dict.fromkeys(todo):
-            row = self._db.execute("SELECT parent_id, resolved FROM calls WHERE span_id = ?", (call_id,)).fetchone()
-            if row is None or row[1]:
-                continue
+        nearest agentic ancestor; plain spans are transparent): the calls of this request
+        (their rows, in ``call_rows``, are filled in before they go in), and calls already in
+        whose chain stopped at a span that has just arrived (updated). A chain that stops at a
+        span not here yet waits for it (``_waiting``), so each request pays only for what it
+        brought. The spans just added are looked up in memory, earlier ones once per request."""
+        db = self._db
+        waiting = self._waiting
+        spans: dict[str, tuple[Any, ...] | None] = {}  # span id -> (parent id, kind, function); None: not here
+        for r in new_spans:
+            if r[0] not in spans:  # the first of a span id is the one inserted
+                spans[r[0]] = (r[2], r[3], r[4])
+        first: dict[str, int] = {}  # a new call -> its first row in call_rows (the one inserted)
+        if new_calls:
+            fresh = {c[0] for c in new_calls}
+            for i, c in enumerate(call_rows):
+                if c[0] in fresh and c[0] not in first:
+                    first[c[0]] = i
+        earlier: list[str] = []
+        if waiting:
+            for r in new_spans:
+                earlier.extend(waiting.pop(r[0], ()))
+        if not first and not earlier:
+            return
+
+        def chain_of(call_id: str, sid: str | None) -> tuple[str | None, str | None, int]:
             chain: list[str] = []
             complete = True
             seen: set[str] = set()
-            sid = row[0]
             while sid is not None and sid not in seen and len(seen) < 1000:
                 seen.add(sid)
-                up = self._db.execute(
-                    "SELECT parent_id, kind, function FROM spans WHERE span_id = ?", (sid,)
-                ).fetchone()
+                if sid in spans:
+                    up = spans[sid]
+                else:
+                    up = spans[sid] = db.execute(_SPAN_UP, (sid,)).fetchone()
                 if up is None:
                     complete = False
-                    self._waiting.setdefault(sid, []).append(call_id)
+                    waiting.setdefault(sid, []).append(call_id)
                     break
                 if up[1] == "agentic":
                     chain.append(up[2])
                 sid = up[0]
-            self._db.execute(
-                "UPDATE calls SET function = ?, call_path = ?, resolved = ? WHERE span_id = ?",
-                (chain[0] if chain else None, " → ".join(reversed(chain)) or None, int(complete), call_id),
-            )
+            return (chain[0] if chain else None), (" → ".join(reversed(chain)) or None), int(complete)
+
+        for call_id, i in first.items():
+            row = call_rows[i]
+            if not row[13]:  # not resolved (ours are resolved as they come)
+                call_rows[i] = (*row[:11], *chain_of(call_id, row[2]), *row[14:])
+        if not earlier:
+            return
+        todo = [c for c in dict.fromkeys(earlier) if c not in first]
+        known: dict[str, tuple[Any, Any]] = {}
+        for chunk in _padded(todo):  # each call, and the span its chain goes up to first
+            for call_id, parent_id, resolved, up_id, *up in db.execute(_CALLS_TO_RESOLVE, chunk):
+                known[call_id] = (parent_id, resolved)
+                if up_id is not None and up_id not in spans:
+                    spans[up_id] = tuple(up)
+        updates = []
+        for call_id in todo:
+            row = known.get(call_id)
+            if row is not None and not row[1]:
+                updates.append((*chain_of(call_id, row[0]), call_id))
+        if updates:
+            db.executemany("UPDATE calls SET function = ?, call_path = ?, resolved = ? WHERE span_id = ?", updates)
 
     # ---- reading ------------------------------------------------------------------------------
     @staticmethod
@@ -377,9 +491,45 @@ def _where(*clauses: tuple[str, Any]) -> tuple[str, list[Any]]:
     return " AND ".join(sql), args
 
 
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+_USAGE_KEYS = frozenset({LANGFUSE_USAGE, *(k for keys in _USAGE.values() for k in keys)})  # what usage_of reads
+_UNKNOWN = (None, None)
+_NO_USAGE = (None, None, None, None)
+_IN = 256  # ids per lookup: shorter lists are padded with NULL, so one prepared statement serves all
+_IN_LIST = ",".join("?" * _IN)
+_KNOWN_SPANS = f"SELECT span_id FROM spans WHERE span_id IN ({_IN_LIST})"
+_CALLS_TO_RESOLVE = (
+    "SELECT c.span_id, c.parent_id, c.resolved, p.span_id, p.parent_id, p.kind, p.function "
+    f"FROM calls c LEFT JOIN spans p ON p.span_id = c.parent_id WHERE c.span_id IN ({_IN_LIST})"
+)
+_SPAN_UP = "SELECT parent_id, kind, function FROM spans WHERE span_id = ?"
+_INSERT_SPAN = "INSERT OR IGNORE INTO spans VALUES (?,?,?,?,?)"
+_INSERT_CALL = (
+    f"INSERT OR IGNORE INTO calls ({_COLUMNS.replace('ours', 'resolved, ours')}) VALUES ({','.join('?' * 21)})"
+)
+_INSERT_BLOB = "INSERT OR IGNORE INTO blobs VALUES (?,?,?)"
+_UPSERT_TRACE = (
+    "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
+    "session = coalesce(session, excluded.session), first = min(first, excluded.first), "
+    "last = max(last, excluded.last), spans = spans + excluded.spans, errors = errors + excluded.errors, "
+    "running = running + excluded.running, services = excluded.services, calls = calls + excluded.calls, "
+    "input = input + excluded.input, output = output + excluded.output, "
+    "cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write, "
+    "models = excluded.models"
+)
+
+
+def _padded(ids: list[str]) -> Iterable[list[str | None]]:
+    """``ids`` in lists of exactly ``_IN`` (the last padded with None, which matches nothing)."""
+    for i in range(0, len(ids), _IN):
+        chunk: list[str | None] = list(ids[i : i + _IN])
+        if len(chunk) < _IN:
+            chunk += [None] * (_IN - len(chunk))
+        yield chunk
+
+
+def _service(resource: Mapping[str, Any]) -> str | None:
+    name = resource.get("service.name")
+    return name if isinstance(name, str) else None
 
 
 def _call(row: tuple[Any, ...], *, internal: bool = False) -> dict[str, Any]:

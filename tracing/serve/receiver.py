@@ -1,10 +1,20 @@
 """The receiver behind ``callctx serve``: OTLP trace requests folded with the same projection
 as in-process, appended to the receiver's own event log, and read back through a small API.
 
+Ingest, one request at a time: a protobuf body is decoded straight into the records the log
+and the fold take (:mod:`callctx.projection.otlp_events`; OTLP/JSON goes through ``SpanData``
+first); the request's spans are sorted by start, their records encoded once and appended to
+the log in one write, then folded in the same order, then listed in the index in one SQLite
+transaction. The cyclic garbage collector pauses while a request is decoded and while it is
+ingested (its many objects are short-lived and free of cycles), and runs again after.
+
 Threading: every method is safe to call from the HTTP and gRPC worker threads at once;
-ingest holds the projection's lock around the log write and the fold, so the log's order is
-the fold's order. Errors: a malformed body raises ``ValueError`` (the transports answer 400
-and keep serving); a log that cannot be written raises ``OSError`` (503).
+ingest holds the projection's lock around the log write, the fold and the index, so the log's
+order is the fold's order. Errors: a malformed body raises ``ValueError`` (the transports
+answer 400 and keep serving; nothing of it is kept); a log the disk refuses keeps the
+request's records in memory and writes them, in order, before the next write or at close
+(``callctx.projection.log``); an ``OSError`` out of ingest is answered 503; rows the index
+cannot take are logged as an error (the log has the spans, only the listing lacks them).
 
 Memory: finished traces leave memory, the log keeps them
 -------------------------------------------------------
@@ -37,6 +47,7 @@ but cannot be read back.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hmac
 import logging
 import os
@@ -48,6 +59,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import msgspec
@@ -61,9 +73,9 @@ from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.manifest import ManifestError
 from callctx.projection.manifest import decode as manifest_decode
 from callctx.projection.node import ENDED, STARTED, Node
-from callctx.projection.otlp import Decoded, decode_json, decode_protobuf
+from callctx.projection.otlp import Decoded, decode_json
+from callctx.projection.otlp_events import Batch, Received, decode_protobuf, from_spans
 from callctx.projection.schema import CONTEXT as s_CONTEXT
-from callctx.projection.spans import to_records
 
 from ..recorded import Unrebuildable, as_json, rebuild
 from ..shaping import Shaper
@@ -84,6 +96,10 @@ JSON = "application/json"
 _RUNNING = STARTED | ENDED
 _CHUNK = 1 << 22
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+_START_ORDER = attrgetter("start_ns", "span_id")
+_UNKNOWN = (None, None)
+_line_encoder = msgspec.json.Encoder()  # writes what callctx.projection.events.encode writes
+_encode_lines = _line_encoder.encode_lines  # records, one line each
 
 
 @dataclass
@@ -98,6 +114,7 @@ class Stats:
     seconds_decode: float = 0.0
     seconds_fold: float = 0.0  # applying events to the projection
     seconds_log: float = 0.0
+    seconds_index: float = 0.0  # the read API's SQLite index
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **amounts: float) -> None:
@@ -140,16 +157,20 @@ class Receiver:
         self.index = open_index(self.log.path) if self.log is not None else Index(None)
 
     # ---- ingest ---------------------------------------------------------------------------
-    def decode(self, body: bytes, content_type: str) -> Decoded:
+    def decode(self, body: bytes, content_type: str) -> Batch:
         """The spans of one OTLP/HTTP body; raises :class:`BodyError` (415) for a content type
-        that is not OTLP and ``ValueError`` for a body that is not a trace request."""
+        that is not OTLP and ``ValueError`` for a body that is not a trace request. Protobuf is
+        read straight into the records the log and the fold take."""
         t0 = time.perf_counter()
         kind = content_type.split(";")[0].strip().lower()
         if kind == PROTOBUF:
-            decoded = decode_protobuf(body)
+            with collector_paused():
+                decoded = decode_protobuf(body)
         elif kind == JSON:
             try:
-                decoded = decode_json(body)
+                with collector_paused():
+                    spans = decode_json(body)
+                    decoded = from_spans(spans.spans, spans.rejected, spans.errors)
             except UnicodeDecodeError:
                 raise ValueError("OTLP/JSON body is not valid UTF-8") from None
         else:
@@ -158,52 +179,57 @@ class Receiver:
         self.stats.add(seconds_decode=spent, seconds_total=spent)
         return decoded
 
-    def ingest(self, decoded: Decoded) -> Decoded:
+    def ingest(self, decoded: Batch | Decoded) -> Batch | Decoded:
         """Append and fold the spans of one request (in start order, so parents come first
         when the sender batched children ahead of them); then bring back from the log the
-        evicted trees these spans belong to, and evict what is over the limit."""
+        evicted trees these spans belong to, and evict what is over the limit.
+
+        The request's records go to the log in one write, then to the fold in the same order;
+        the index gets its rows in one transaction."""
         t0 = time.perf_counter()
-        fold = log_time = 0.0
+        batch = decoded if isinstance(decoded, Batch) else from_spans(decoded.spans, decoded.rejected)
         proj = self.projection
-        spans = sorted(decoded.spans, key=lambda sp: (sp.start_ns, sp.span_id))
-        with proj.lock:
+        spans = sorted(batch.spans, key=_START_ORDER)
+        with proj.lock, collector_paused():
             event_log = self.log
             mark = self._newest_tree()
             base = pos = self._log_size()
             self._spans.begin(base)
             touched: dict[str, list[int]] = {}  # trace -> [first byte, end] of its records here
             refused = False
-            indexed: list[tuple[Any, int | None, int | None]] = []
+            indexed: list[tuple[Received, int | None, int | None]] = []
             blobs: dict[str, tuple[int, int]] = {}
-            for sp in spans:
-                tid = sp.trace_id
-                live = self._live.get(tid)
-                if live is None:
-                    live = self._live[tid] = _Live()
-                self._spans.add(sp.span_id)
+            lives = self._live
+            self._spans.add_all([r.span_id for r in spans])
+            lines: list[bytes] = []
+            for r in spans:
+                tid = r.trace_id
+                if tid not in lives:
+                    lives[tid] = _Live()
                 first = pos
-                span_at = None
-                for rec in to_records(sp):
-                    if event_log is not None:
-                        line = encode(rec)
-                        a = time.perf_counter()
-                        if not event_log.write(line):
-                            refused = True
-                        log_time += time.perf_counter() - a
-                        if type(rec) is Blob:
-                            blobs[rec.hash] = (pos, len(line))
-                        elif span_at is None:
-                            span_at = pos
+                if event_log is not None:
+                    for b in r.blobs:
+                        line = encode(b)
+                        lines.append(line)
+                        blobs[b.hash] = (pos, len(line))
                         pos += len(line)
-                    a = time.perf_counter()
-                    self._apply(rec, live)
-                    fold += time.perf_counter() - a
-                indexed.append((sp, span_at, pos - span_at if span_at is not None else None))
+                    chunk = _encode_lines((r.started, r.ended) if r.ended is not None else (r.started,))
+                    lines.append(chunk)
+                    indexed.append((r, pos, len(chunk)))
+                    pos += len(chunk)
+                else:
+                    indexed.append((r, None, None))
                 here = touched.get(tid)
                 if here is None:
                     touched[tid] = [first, pos]
                 else:
                     here[1] = pos
+            a = time.perf_counter()
+            if event_log is not None and lines:
+                refused = not event_log.write(b"".join(lines))
+            log_time = time.perf_counter() - a
+            kinds = self._fold(spans)
+            fold = time.perf_counter() - a - log_time
             if event_log is not None:
                 end = self._log_size()
                 if refused or end != pos:  # held back, or bytes we did not count: cover them all
@@ -211,28 +237,58 @@ class Receiver:
                     for here in touched.values():
                         here[0], here[1] = max(base, 0), -1 if refused or base < 0 else end
             for tid, (start, stop) in touched.items():
-                live = self._live[tid]
+                live = lives[tid]
                 if event_log is not None:
                     live.add_range(start, stop)
-                self._live.move_to_end(tid)
+                lives.move_to_end(tid)
             self._bring_back_locked(touched, mark)
             self._evict_locked()
             if refused or (event_log is not None and self._log_size() != pos):  # offsets not exact: keep none
-                indexed = [(sp, None, None) for sp, _, _ in indexed]
+                indexed = [(r, None, None) for r, _, _ in indexed]
                 blobs = {}
+            a = time.perf_counter()
             try:
-                self.index.add(indexed, blobs)
+                self.index.add_received(indexed, blobs, kinds)
             except (sqlite3.Error, OverflowError, ValueError) as e:  # the log has them: only the listing lacks them
                 log.error("callctx: %d spans could not be indexed for the read API: %s", len(indexed), e)
+            index_time = time.perf_counter() - a
         self.stats.add(
             requests=1,
             spans=len(spans),
-            rejected=decoded.rejected,
+            rejected=batch.rejected,
             seconds_fold=fold,
             seconds_log=log_time,
+            seconds_index=index_time,
             seconds_total=time.perf_counter() - t0,
         )
         return decoded
+
+    def _fold(self, spans: list[Received]) -> list[tuple[str | None, str | None]]:
+        """Fold the records of ``spans`` (texts are the log's alone), keeping each trace's span
+        list and running count; returns each span's (kind, function name) as the fold worked
+        them out from its start record (None, None: it had started before). The caller holds
+        the projection's lock."""
+        apply = self.projection.apply_locked
+        nodes = self.projection.nodes
+        lives = self._live
+        out: list[tuple[str | None, str | None]] = []
+        for r in spans:
+            sid = r.span_id
+            n = nodes.get(sid)
+            if n is None:
+                lives[r.trace_id].spans.append(sid)
+                before = 0
+            else:
+                before = n.state
+            apply(r.started)
+            if r.ended is not None:
+                apply(r.ended)
+            n = nodes[sid]
+            after = n.state
+            out.append((n.kind, n.function) if not before & STARTED else _UNKNOWN)
+            if (after & _RUNNING == STARTED) != (before & _RUNNING == STARTED):
+                lives[r.trace_id].open += 1 if after & _RUNNING == STARTED else -1
+        return out
 
     def _apply(self, rec: Record, live: _Live) -> None:
         """Fold one record of ``live``'s trace, keeping its span list and running count."""
@@ -737,6 +793,21 @@ class Receiver:
             raise KeyError(str(e)) from None
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a moment: a request's records are many,
+    short-lived and free of cycles, and a collection while they live would only move them to an
+    older generation and bring on full collections of the whole heap sooner. Enabled again
+    after, unless it was off already (as ``Projection.from_log`` does for a replay)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def _read_range(path: str | os.PathLike[str], offset: int, length: int) -> list[Record]:
     """The records in ``length`` bytes of the log from ``offset``."""
     with open(path, "rb") as f:
@@ -960,6 +1031,20 @@ class _SpanFilter:
         bits = seg.bits
         for p in self._probes(span_id):
             bits[p >> 3] |= 1 << (p & 7)
+
+    def add_all(self, span_ids: Iterable[str]) -> None:
+        """:meth:`add` each of ``span_ids`` (one request's: they go in the same stretch)."""
+        seg = self.segments[-1]
+        bits = seg.bits
+        m = self._M
+        count = 0
+        for span_id in span_ids:
+            x = int(span_id, 16)
+            h1, h2 = x & 0xFFFFFFFF, (x >> 32) | 1
+            for p in (h1 % m, (h1 + h2) % m, (h1 + 2 * h2) % m, (h1 + 3 * h2) % m):
+                bits[p >> 3] |= 1 << (p & 7)
+            count += 1
+        seg.count += count
 
     def stretches(self, span_id: str) -> list[tuple[int, int]]:
         probes = self._probes(span_id)
