@@ -112,12 +112,17 @@ def decode_request(req: ExportTraceServiceRequest) -> Decoded:
 
 def decode_protobuf(body: bytes) -> Decoded:
     """Raises ``ValueError`` when the body is not an OTLP trace request at all."""
+    return decode_request(parse_request(body))
+
+
+def parse_request(body: bytes) -> ExportTraceServiceRequest:
+    """The request a protobuf body holds; ``ValueError`` when it is not an OTLP trace request."""
     req = ExportTraceServiceRequest()
     try:
         req.ParseFromString(body)
     except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RecursionError-like errors
         raise ValueError(f"not an OTLP protobuf trace request: {e}") from None
-    return decode_request(req)
+    return req
 
 
 # ---- JSON -------------------------------------------------------------------------------------

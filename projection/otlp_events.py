@@ -24,7 +24,7 @@ import msgspec
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from .events import Blob, SpanEnded, SpanEvent, SpanLink, SpanStarted
-from .otlp import _any, rejection_message
+from .otlp import _any, parse_request, rejection_message
 from .spans import BLOB_EVENT, INTERRUPTED, InvalidSpan, SpanData, error_text, to_records
 
 _STATUS = {0: "unset", 1: "ok", 2: "error"}
@@ -70,14 +70,18 @@ def _attrs(kvs: Any) -> dict[str, Any]:
     return out
 
 
+def _id(raw: bytes, zero: bytes, what: str) -> str:
+    """A trace or span id as hex; :class:`InvalidSpan` when it is the wrong size or all zeros."""
+    if len(raw) != len(zero):
+        raise InvalidSpan(f"{what} id must be {2 * len(zero)} hex characters")
+    if raw == zero:
+        raise InvalidSpan(f"{what} id is all zeros")
+    return raw.hex()
+
+
 def decode_protobuf(body: bytes) -> Batch:
     """Raises ``ValueError`` when the body is not an OTLP trace request at all."""
-    req = ExportTraceServiceRequest()
-    try:
-        req.ParseFromString(body)
-    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RecursionError-like errors
-        raise ValueError(f"not an OTLP protobuf trace request: {e}") from None
-    return decode_request(req)
+    return decode_request(parse_request(body))
 
 
 def decode_request(req: ExportTraceServiceRequest) -> Batch:
@@ -110,18 +114,8 @@ def decode_request(req: ExportTraceServiceRequest) -> Batch:
                         if lks
                         else []
                     )
-                    raw = sp.trace_id
-                    if len(raw) != 16:
-                        raise InvalidSpan("trace id must be 32 hex characters")
-                    if raw == _ZERO_TRACE:
-                        raise InvalidSpan("trace id is all zeros")
-                    trace_id = raw.hex()
-                    raw = sp.span_id
-                    if len(raw) != 8:
-                        raise InvalidSpan("span id must be 16 hex characters")
-                    if raw == _ZERO_SPAN:
-                        raise InvalidSpan("span id is all zeros")
-                    span_id = raw.hex()
+                    trace_id = _id(sp.trace_id, _ZERO_TRACE, "trace")
+                    span_id = _id(sp.span_id, _ZERO_SPAN, "span")
                     raw = sp.parent_span_id
                     parent_id = raw.hex() if len(raw) == 8 and raw != _ZERO_SPAN else None  # broken: a root
                     start_ns = sp.start_time_unix_nano
