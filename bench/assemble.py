@@ -1,6 +1,6 @@
 """Assembly time, two ways.
 
-1. The demo's calls (the target): the research agent (``callctx.demo``) runs with the scripted
+1. The demo's calls (the target): the research agent (``callctx.cli.research_agent``) runs with the scripted
    model in a fresh runtime, and the assemble step of each of its calls is timed inside
    ``exec`` (the assembler the runtime uses, wrapped). These are the first assemblies of the
    process: whatever one-time work falls on a call (loading the tokenizer, compiling patterns,
@@ -31,11 +31,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from callctx import execute, setup
+from callctx import setup
+from callctx.cli.research_agent import SKILLS, demo_workspace, run
 from callctx.components import AgentInfo, Ctx, FileMemory, Skill, ToolSpec, assemble, default_registry
 from callctx.components.tokens import TokenCounter
 from callctx.components.turn import for_view
-from callctx.demo import SKILLS, demo_workspace, run
+from callctx.engine import execute
 from callctx.projection import Projection
 from callctx.projection import schema as s
 from callctx.projection.events import SpanEnded, SpanStarted

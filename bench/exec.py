@@ -21,8 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from callctx import agentic, execute, setup
+from callctx import agentic, setup
 from callctx.components import FileMemory, Skill
+from callctx.engine import execute
 from callctx.models import ScriptedModel
 
 TARGET = 1.5  # the runtime's own cost per exec, at most this many times the assembly's
@@ -74,7 +75,7 @@ def main() -> None:
     complete = probe(model, "complete")
     steps: dict[str, Timed] = {}
     if args.breakdown:
-        runtime = importlib.import_module("callctx.runtime")
+        runtime = importlib.import_module("callctx.engine.runtime")
         steps = {
             "tree view": probe(runtime.Runtime, "view"),
             "wire body": probe(execute.wire, "build"),

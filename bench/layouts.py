@@ -27,10 +27,10 @@ from typing import Any
 import msgspec
 
 from callctx import setup
+from callctx.cli.research_agent import SKILLS, demo_workspace, run, scaled_script
 from callctx.components.cache import Request, Simulator, Tokenizer, request_of
 from callctx.components.context import Context, Segment
-from callctx.demo import SKILLS, demo_workspace, run, scaled_script
-from callctx.execute import CallRecord
+from callctx.engine.execute import CallRecord
 from callctx.models import ScriptedModel, tool_call
 
 TARGET_LIMIT = 0.90

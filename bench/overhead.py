@@ -25,7 +25,8 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from callctx import active, agentic, setup
+from callctx import agentic, setup
+from callctx.instrument import active
 
 TARGET = 1.6
 DEPTH = 7

@@ -3,8 +3,8 @@
 from .assemble import assemble
 from .component import ContextComponent, Registry, RegistryError, always
 from .context import Context, Problem, Segment
-from .ctx import AgentInfo, Attachment, Ctx, DeferredTool, Environment, SessionBinding, Skill, ToolSpec, Turn
 from .defaults import default_registry
+from .inputs import AgentInfo, Attachment, Ctx, DeferredTool, Environment, SessionBinding, Skill, ToolSpec, Turn
 from .memory_store import FileMemory, MemoryBackend
 
 __all__ = [

@@ -26,10 +26,10 @@ from opentelemetry import trace
 from . import tokens, turn, workspace
 from .component import BUILTIN, ContextComponent, Registry
 from .context import Context, Problem, Section, Segment, TreeText
-from .ctx import Ctx, Sealed
+from .inputs import Ctx, Sealed
 from .memory_store import FileMemory
 from .sealed import lay_out
-from .tools import schemas
+from .tool_section import schemas
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import Literal
 
 from .context import TreeText
-from .ctx import Ctx
+from .inputs import Ctx
 
 log = logging.getLogger(__name__)
 

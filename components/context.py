@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .ctx import Attachment
+from .inputs import Attachment
 
 Section = Literal["tools", "system", "tree", "turn"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import environment, guidance, history, memory, tools, workspace
+from . import environment, guidance, history, memory, tool_section, workspace
 from .component import BUILTIN, ContextComponent, Registry
 
 BUILTINS: tuple[ContextComponent, ...] = (
@@ -12,7 +12,7 @@ BUILTINS: tuple[ContextComponent, ...] = (
     *memory.COMPONENTS,
     *environment.COMPONENTS,
     *workspace.COMPONENTS,
-    *tools.COMPONENTS,
+    *tool_section.COMPONENTS,
     *history.COMPONENTS,
 )
 

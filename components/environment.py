@@ -13,7 +13,7 @@ import platform
 from pathlib import Path
 
 from .component import ContextComponent
-from .ctx import Ctx, Environment
+from .inputs import Ctx, Environment
 
 HARNESS = "callctx"
 

@@ -25,8 +25,8 @@ from callctx.projection.events import SpanEnded, SpanStarted
 from .assemble import assemble
 from .component import Registry
 from .context import Context
-from .ctx import AgentInfo, Ctx, SessionBinding, Skill, ToolSpec
 from .defaults import default_registry
+from .inputs import AgentInfo, Ctx, SessionBinding, Skill, ToolSpec
 from .memory_store import FileMemory
 from .turn import for_view
 

@@ -4,7 +4,7 @@ guidance, per-channel output format, the skills index. All session-stable (first
 from __future__ import annotations
 
 from .component import ContextComponent
-from .ctx import Ctx
+from .inputs import Ctx
 
 
 def identity(ctx: Ctx) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .component import ContextComponent
 from .context import TreeText
-from .ctx import Ctx
+from .inputs import Ctx
 
 OPEN = "<call_tree>\n"
 CLOSE = "</call_tree>"

@@ -16,8 +16,8 @@ import logging
 import re
 
 from .component import ContextComponent
-from .ctx import Ctx
 from .fences import neutralize_fences
+from .inputs import Ctx
 from .memory_store import MemoryBackend
 
 log = logging.getLogger(__name__)

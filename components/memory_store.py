@@ -53,7 +53,7 @@ class MemoryBackend(Protocol):
 @runtime_checkable
 class MemoryTools(MemoryBackend, Protocol):
     """A memory the model can browse and change through the six memory tools
-    (``callctx.memory_tools``). Paths are relative to the memory folder and end in ``.md``."""
+    (``callctx.engine.memory_tools``). Paths are relative to the memory folder and end in ``.md``."""
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         """Relative paths of the memory's ``.md`` files under ``prefix``, sorted."""

@@ -27,7 +27,7 @@ from callctx.projection.manifest import encode as _encode_manifest
 
 from . import wire
 from .context import Context, Problem, Segment
-from .ctx import Attachment
+from .inputs import Attachment
 from .wire import exchange as wire_exchange
 from .wire.exchange import Exchange
 from .wire.params import Params

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import msgspec
 
 from .context import TreeText
-from .ctx import Sealed
+from .inputs import Sealed
 
 MAX_GAP = 16  # blocks from the previous breakpoint to the new one (Anthropic looks back 20)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from callctx.projection.view import TreeView
 
-from .ctx import Turn
 from .doctext import first_sentence
+from .inputs import Turn
 from .memory import RECALL_FAILED, fence_recall
 
 CALL_PATH_MAX = 8

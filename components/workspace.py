@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .component import ContextComponent
-from .ctx import Ctx, WorkspacePolicy
 from .fences import neutralize_fences
 from .injection import scan
+from .inputs import Ctx, WorkspacePolicy
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import yaml
 
 from callctx import setup
 
@@ -13,30 +12,6 @@ def runtime(tmp_path):
     rt = setup(tmp_path / "events.jsonl")
     yield rt
     rt.close()
-
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
-
-
-def parse(text: str):
-    """The rendered tree as data (asserting it is valid YAML on the way)."""
-    return yaml.load(text, Loader=_Loader) if text else []
-
-
-def find(items, function):
-    """All nodes named ``function`` in a parsed tree, depth first."""
-    out = []
-    for item in items or []:
-        if item.get("function") == function:
-            out.append(item)
-        out.extend(find(item.get("children"), function))
-    return out
-
-
-def here_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if "# you are here" in line]
-    assert len(lines) == 1, text
-    return lines[0]
 
 
 @pytest.hookimpl(hookwrapper=True)

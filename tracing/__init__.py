@@ -14,14 +14,14 @@ The public API is the names below; everything else is reached through the subpac
 """
 
 from callctx.components import ContextComponent, Ctx, FileMemory, Registry, default_registry
+from callctx.engine.runtime import Runtime, setup
+from callctx.instrument.agent import Agent
+from callctx.instrument.decorator import agentic
+from callctx.instrument.threads import carry
 from callctx.projection import Projection
 
-from .agent import Agent
-from .decorator import agentic
 from .models import ModelError, ScriptedModel, tool_call
 from .models import resolve as model
-from .runtime import Runtime, setup
-from .threads import carry
 
 __all__ = [
     "Agent",

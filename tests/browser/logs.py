@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from callctx import setup
-from callctx.demo import run
+from callctx.cli.research_agent import run
 from callctx.projection.events import Blob, LogHeader, SpanEnded, SpanStarted, encode
 from callctx.projection.log import read_log
 

@@ -5,22 +5,21 @@ reload, and a session of ten thousand calls opens and scrolls."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import urllib.request
 
 import pytest
+from helpers.cli import cli_ok
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from callctx import agentic, setup
-from callctx.cli import main
-from callctx.demo import run
+from callctx.cli.research_agent import run
+from callctx.export.shaping import Shaper
 from callctx.models import ScriptedModel
 from callctx.serve import Receiver, serve_http
 from callctx.serve.http_server import serve_page
-from callctx.shaping import Shaper
 from callctx.ui import LogStore, Views
 
 from .conftest import js_errors, screenshot, wait_for
@@ -30,13 +29,6 @@ pytest.importorskip("selenium", reason="run `make browser`")
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
-
-
-def cli(*args):
-    out, err = io.StringIO(), io.StringIO()
-    code = main([str(a) for a in args], out, err)
-    assert code == 0, err.getvalue()
-    return out.getvalue()
 
 
 class Page:
@@ -76,7 +68,7 @@ _TOOLS = re.compile(r"^── tools \(.*; (\d+) tokens\)", re.M)
 
 def expected_segments(log, n):
     """(component, layer, tokens) of each block `callctx context --at N` prints, and the total."""
-    out = cli("context", log, "--at", n)
+    out = cli_ok("context", log, "--at", n)
     rows = [(c, layer, int(t)) for c, layer, t in _SEGMENT.findall(out)]
     tools = _TOOLS.search(out)
     total = int(re.search(r"^([\d,]+) tokens, ", out, re.M).group(1).replace(",", ""))
@@ -142,7 +134,7 @@ def test_request_as_sent_and_in_another_wire(browser, demo):
     open_page(browser, f"{page.base}/ui/calls/2")
     pre = wait_for(browser, lambda d: (css(d, "[data-testid=request]") or [None])[0])
     wait_for(browser, lambda d: pre.text.strip().startswith("{"))
-    assert json.loads(pre.get_attribute("textContent")) == json.loads(cli("context", log, "--at", 2, "--json"))
+    assert json.loads(pre.get_attribute("textContent")) == json.loads(cli_ok("context", log, "--at", 2, "--json"))
     Select(css(browser, "[data-testid=wire-select]")[0]).select_by_value("gemini")
     wait_for(browser, lambda d: '"contents"' in css(d, "[data-testid=request]")[0].get_attribute("textContent"))
 

@@ -30,9 +30,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]  # tests/: extras, fake_openai
 
-from extras import venv_python  # noqa: E402
-from fake_openai import FakeOpenAI  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
+from helpers.extras import venv_python  # noqa: E402
+from helpers.fake_openai import FakeOpenAI  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 
 FRAMEWORKS = ["openai_agents", "langgraph"]

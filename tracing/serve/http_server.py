@@ -39,12 +39,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from callctx.store.index import Filter
 from callctx.ui import routes as ui_routes
 from callctx.ui.store import LogStore
 from callctx.ui.views import Views
 
 from .body import BodyError, read_body
-from .index import Filter
 from .receiver import JSON, PROTOBUF, Receiver
 
 log = logging.getLogger(__name__)

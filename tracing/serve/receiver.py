@@ -64,6 +64,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from callctx.export.shaping import Shaper
 from callctx.projection.asof import tree_as_seen_by
 from callctx.projection.calls import ModelCall, read_calls
 from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted, decode, decode_lines, encode
@@ -76,11 +77,10 @@ from callctx.projection.node import ENDED, STARTED, Node
 from callctx.projection.otlp import Decoded, decode_json
 from callctx.projection.otlp_events import Batch, Received, decode_protobuf, from_spans
 from callctx.projection.schema import CONTEXT as s_CONTEXT
+from callctx.store.index import Index
+from callctx.store.recorded import Unrebuildable, as_json, rebuild
 
-from ..recorded import Unrebuildable, as_json, rebuild
-from ..shaping import Shaper
 from .body import BodyError
-from .index import Index
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from callctx.components.context import Context
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResults
 from callctx.projection.calls import ModelCall
 from callctx.projection.llm import messages_of
+from callctx.store.recorded import Unrebuildable, rebuild
 
-from ..recorded import Unrebuildable, rebuild
 from .prices import PROVIDERS, Prices, provider_row
 from .simulation import LogSimulation, shares
 from .simulation import restore as restore_call

@@ -1,0 +1,1 @@
+"""What the tests share: fakes, builders, the extra environments and small readers."""

@@ -1,0 +1,258 @@
+"""Export shaping: what leaves the process is redacted and bounded; the local log is not.
+
+:class:`Shaper` holds the rules: secrets redacted (:mod:`callctx.export.redact`) in every attribute,
+event, link, status message and resource attribute, long values cut with JSON kept valid,
+each span capped. :class:`ShapingExporter` wraps the exporter callctx adds (and splits
+batches so no export request passes 4 MiB, gRPC's default message limit);
+:class:`ShapingProcessor` wraps the processors of a provider callctx joins, so the program's
+own exporters get shaped copies too. Everything works on copies: the projection and the
+event log always see full io, since they are fed by their own processor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import Link, Status
+
+from callctx.export.redact import REDACTED, Redactor, SecretPattern
+from callctx.projection.spans import SpanData, SpanEvent
+
+__all__ = ["REDACTED", "Shaper", "ShapingExporter", "ShapingProcessor", "shrink_json", "truncate"]
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST = 4 * 1024 * 1024 - 64 * 1024  # keep headroom under 4 MiB for the envelope
+
+
+class Shaper:
+    """The rules for what leaves the process: secrets redacted (:class:`Redactor`, on raw and
+    JSON-encoded text alike), values cut to ``max_value`` characters with JSON kept valid, a
+    span capped at ``max_span`` bytes.
+
+    ``secrets``: your own patterns, searched for besides the defaults; ``redactor``: a whole
+    :class:`Redactor` of your own instead. Immutable once built: share one between threads.
+    """
+
+    def __init__(
+        self,
+        *,
+        secrets: Sequence[str | re.Pattern[str] | SecretPattern] = (),
+        redactor: Redactor | None = None,
+        max_value: int = 16 * 1024,
+        max_span: int = 256 * 1024,
+    ) -> None:
+        self.redactor = redactor if redactor is not None else Redactor(extra=secrets)
+        self.max_value = max_value
+        self.max_span = max_span
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``[REDACTED]``."""
+        return self.redactor.redact(text)
+
+    def value(self, key: str, value: Any, limit: int) -> Any:
+        if isinstance(value, str):
+            return truncate(self.redactor.redact_value(key, value), limit)
+        if isinstance(value, (list, tuple)):
+            return tuple(self.value(key, v, limit) for v in value)
+        return value
+
+    def attributes(self, attrs: Any, limit: int) -> dict[str, Any]:
+        return {k: self.value(k, v, limit) for k, v in (attrs or {}).items()}
+
+    def span(self, span: ReadableSpan) -> ReadableSpan:
+        """A shaped copy of an SDK span (attributes, events, status, resource); the span itself
+        is untouched."""
+        limit = self.max_value
+        while True:
+            attrs = self.attributes(span.attributes, limit)
+            events = [Event(e.name, self.attributes(e.attributes, limit), e.timestamp) for e in span.events]
+            size = _size(attrs) + sum(_size(e.attributes) + len(e.name) for e in events)
+            if size <= self.max_span or limit <= 256:
+                break
+            limit //= 2  # too big: cut every value harder until the span fits
+        if size > self.max_span:
+            events = events[: max(0, len(events) // 4)]  # last resort: the texts riding on events go first
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, truncate(self.redact(status.description), self.max_value))
+        resource = span.resource
+        if resource is not None and resource.attributes:
+            resource = Resource(self.attributes(resource.attributes, self.max_value), resource.schema_url)
+        return ReadableSpan(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=resource,
+            attributes=attrs,
+            events=events,
+            links=[Link(link.context, self.attributes(link.attributes, limit)) for link in span.links],
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def span_data(self, span: SpanData) -> SpanData:
+        """A shaped copy of a format-neutral span (export files)."""
+        limit = self.max_value
+        return msgspec.structs.replace(
+            span,
+            name=self.redact(span.name),
+            attributes=self.attributes(span.attributes, limit),
+            events=[SpanEvent(e.name, e.time_ns, self.attributes(e.attributes, limit)) for e in span.events],
+            error=truncate(self.redact(span.error), limit) if span.error else span.error,
+        )
+
+
+def _size(attrs: Any) -> int:
+    total = 0
+    for k, v in (attrs or {}).items():
+        total += len(k) + 8
+        if isinstance(v, str):
+            total += len(v.encode("utf-8", errors="replace"))
+        elif isinstance(v, (list, tuple)):
+            total += sum(len(str(x)) + 4 for x in v)
+        else:
+            total += 8
+    return total
+
+
+def estimated_size(span: ReadableSpan) -> int:
+    """Bytes the span takes in an OTLP request, roughly (upper-ish bound)."""
+    return 200 + len(span.name) + _size(span.attributes) + sum(_size(e.attributes) + 32 for e in span.events)
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most ``limit`` characters; JSON stays valid JSON."""
+    if len(text) <= limit:
+        return text
+    head = text.lstrip()[:1]
+    if head in ("{", "[", '"'):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return shrink_json(value, limit)
+    return text[: max(0, limit - 1)] + "…"
+
+
+def shrink_json(value: Any, limit: int) -> str:
+    """Encode ``value`` in at most ``limit`` characters, cutting its longest strings and then
+    its longest lists and objects; the result always parses."""
+    out = json.dumps(value, ensure_ascii=False)
+    cap = max(8, limit // 2)
+    while len(out) > limit and cap >= 8:
+        value = _cut_strings(value, cap)
+        out = json.dumps(value, ensure_ascii=False)
+        cap //= 2
+    keep = 64
+    while len(out) > limit and keep >= 1:
+        value = _cut_items(value, keep)
+        out = json.dumps(value, ensure_ascii=False)
+        keep //= 2
+    if len(out) > limit:
+        out = json.dumps(out[: max(0, limit // 2)] + "…", ensure_ascii=False)[:limit]
+        if not out.endswith('"'):
+            out = json.dumps("…")
+    return out
+
+
+def _cut_strings(v: Any, cap: int) -> Any:
+    if isinstance(v, str):
+        return v if len(v) <= cap else v[:cap] + "…"
+    if isinstance(v, list):
+        return [_cut_strings(x, cap) for x in v]
+    if isinstance(v, dict):
+        return {k: _cut_strings(x, cap) for k, x in v.items()}
+    return v
+
+
+def _cut_items(v: Any, keep: int) -> Any:
+    if isinstance(v, list):
+        cut = [_cut_items(x, keep) for x in v[:keep]]
+        return [*cut, f"… {len(v) - keep} more"] if len(v) > keep else cut
+    if isinstance(v, dict):
+        items = list(v.items())
+        cut = {k: _cut_items(x, keep) for k, x in items[:keep]}
+        if len(items) > keep:
+            cut["…"] = f"{len(items) - keep} more"
+        return cut
+    return v
+
+
+class ShapingExporter(SpanExporter):
+    """Wraps an exporter: shapes every span, and keeps each request under ``max_request``."""
+
+    def __init__(self, inner: SpanExporter, shaper: Shaper | None = None, *, max_request: int = MAX_REQUEST) -> None:
+        self.inner = inner
+        self.shaper = shaper or Shaper()
+        self.max_request = max_request
+
+    def batches(self, spans: Iterable[ReadableSpan]) -> list[list[ReadableSpan]]:
+        out: list[list[ReadableSpan]] = [[]]
+        size = 0
+        for sp in spans:
+            n = estimated_size(sp)
+            if out[-1] and size + n > self.max_request:
+                out.append([])
+                size = 0
+            out[-1].append(sp)
+            size += n
+        return [b for b in out if b]
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            shaped = [self.shaper.span(sp) for sp in spans]
+        except Exception:  # a shaping bug must not crash the export thread: drop the batch, loudly
+            log.exception("callctx: shaping failed; %d spans not exported", len(spans))
+            return SpanExportResult.FAILURE
+        result = SpanExportResult.SUCCESS
+        for batch in self.batches(shaped):
+            if self.inner.export(batch) is not SpanExportResult.SUCCESS:
+                result = SpanExportResult.FAILURE
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class ShapingProcessor(SpanProcessor):
+    """Wraps a span processor of a TracerProvider callctx joined (the program's own exporters:
+    Phoenix, Logfire, Langfuse...): it is handed shaped copies of ended spans, never the
+    originals. Threading and errors as the processor it wraps; a span that cannot be shaped
+    is dropped for it (and logged), never passed on unshaped."""
+
+    def __init__(self, inner: SpanProcessor, shaper: Shaper) -> None:
+        self.inner = inner
+        self.shaper = shaper
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.inner.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            shaped = self.shaper.span(span)
+        except Exception:
+            log.exception("callctx: shaping failed; span %r not passed to %s", span.name, type(self.inner).__name__)
+            return
+        self.inner.on_end(shaped)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
