@@ -7,7 +7,8 @@ import json
 import pytest
 from helpers.cli import cli
 
-from callctx.cli.main import EXIT_INPUT, EXIT_MISMATCH, main
+from callctx.cli.common import EXIT_INPUT, EXIT_MISMATCH
+from callctx.cli.main import main
 from callctx.cli.research_agent import run
 from callctx.components import wire
 from callctx.projection.calls import read_calls

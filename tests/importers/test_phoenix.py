@@ -19,7 +19,7 @@ from helpers.extras import venv_python
 from callctx import setup
 from callctx.cli.main import main
 from callctx.cli.research_agent import run
-from callctx.importers.stores import phoenix_span
+from callctx.importers import phoenix_span
 from callctx.projection import Projection
 from callctx.projection.spans import records
 

@@ -1,0 +1,136 @@
+"""``callctx cache``: a provider's prompt cache simulated over a log's recorded calls, and its chart."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, TextIO
+
+from callctx.components import record
+
+from .common import EXIT_OK, CliError
+from .read import load_calls, restored
+
+
+def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from callctx.components import cache
+
+    calls, blobs = load_calls(args.log, err)
+    if not calls:
+        raise CliError(f"{args.log} records no model calls")
+    try:
+        rules = cache.load_rules(args.rules) if args.rules else None
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read cache rules {args.rules}: {e}") from None
+    provider = args.provider
+    model = args.model or next((c.model for c in calls if c.model), "") or ""
+    tokenize = cache.Tokenizer()
+    requests = []
+    contexts = []
+    calls = [c for c in calls if not c.foreign]  # another instrumentation's calls were not recorded
+    if not calls:
+        raise CliError(f"{args.log} records no model calls of callctx's own (only other instrumentations')")
+    t0 = calls[0].start_ns
+    for c in calls:
+        m, context = restored(c, blobs)
+        contexts.append(context)
+        _, exchanges = record.restore(m, blobs)
+        label = c.function or "turn"
+        requests.append(
+            cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)
+        )
+    try:
+        sim = cache.Simulator(provider, model, rules, key=args.key)
+        report = sim.run(requests)
+        other = "text" if sim.key == "block" else "block"
+        twin = cache.Simulator(provider, model, rules, key=other).run(requests)
+    except (KeyError, ValueError) as e:
+        raise CliError(str(e)) from None
+    for w in sim.warnings:
+        err.write(f"warning: {w}\n")
+    out.write(
+        f"prompt cache of {provider} ({model or 'default model'}), simulated over {len(calls)} calls, "
+        f"entries keyed by {sim.key}\n"
+    )
+    head = f"{'#':>4}  {'function':<20} {'tokens':>8} {'read':>8} {'written':>8} {'uncached':>8} {'limit':>8}"
+    out.write(f"{head}  {'cost $':>9}\n")
+    for i, r in enumerate(report.calls, start=1):
+        row = f"{i:>4}  {r.label:<20} {r.total:8,d} {r.read:8,d} {r.write:8,d} {r.uncached:8,d} {r.limit:8,d}"
+        out.write(f"{row}  {r.cost:9.5f}\n")
+    saving = 1 - report.cost / report.cost_uncached if report.cost_uncached else 0.0
+    out.write(
+        f"total: {report.total:,} tokens, {report.read:,} read from cache ({report.hit_share:.1%} hit share, "
+        f"{report.limit_share:.1%} of the {report.limit:,}-token limit)\n"
+        f"cost ${report.cost:.4f} against ${report.cost_uncached:.4f} with no caching ({saving:.0%} saved)\n"
+    )
+    if abs(twin.limit_share - report.limit_share) >= 0.001:
+        out.write(f"keyed by {other}: {twin.limit_share:.1%} of the limit ({twin.hit_share:.1%} hit share)\n")
+    blockwise, textwise = (report, twin) if sim.key == "block" else (twin, report)
+    for why in cache.explain(contexts, blockwise, textwise, sim.min_tokens):
+        out.write(f"why: {why}\n")
+    if args.chart:
+        Path(args.chart).write_text(chart_html(report), encoding="utf-8")
+        out.write(f"chart: {args.chart}\n")
+    return EXIT_OK
+
+
+def chart_html(report: Any) -> str:
+    """A self-contained HTML page: cached (read, written) and uncached tokens per call, and the limit."""
+    import html
+
+    calls = report.calls
+    width, height, pad = max(600, 8 * len(calls) + 80), 320, 40
+    top = max((c.total for c in calls), default=1) or 1
+    bar = (width - 2 * pad) / max(1, len(calls))
+    scale = (height - 2 * pad) / top
+    parts = []
+    for i, c in enumerate(calls):
+        x = pad + i * bar
+        y = height - pad
+        for value, color, name in ((c.read, "#2e7d32", "read"), (c.write, "#ef6c00", "written"),
+                                   (c.uncached, "#9e9e9e", "uncached")):  # fmt: skip
+            h = value * scale
+            y -= h
+            tip = html.escape(f"call {i + 1} {c.label}: {name} {value:,}")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(1.0, bar - 1):.1f}" height="{h:.1f}" fill="{color}">'
+                f"<title>{tip}</title></rect>"
+            )
+        ly = height - pad - c.limit * scale
+        parts.append(f'<line x1="{x:.1f}" x2="{x + bar:.1f}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="#000"/>')
+    title = html.escape(
+        f"{report.provider} {report.model}: {report.hit_share:.1%} of tokens read from cache, "
+        f"{report.limit_share:.1%} of the limit; ${report.cost:.4f} vs ${report.cost_uncached:.4f} uncached"
+    )
+    legend = (
+        '<span style="color:#2e7d32">&#9632; read</span> <span style="color:#ef6c00">&#9632; written</span> '
+        '<span style="color:#9e9e9e">&#9632; uncached</span>; the black line: the limit (what any cache could serve)'
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>callctx cache</title></head>"
+        f"<body style='font-family:sans-serif'><h3>{title}</h3><p>{legend}</p>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
+        f"<line x1='{pad}' x2='{width - pad}' y1='{height - pad}' y2='{height - pad}' stroke='#444'/>"
+        + "".join(parts)
+        + f"<text x='{pad}' y='{height - 10}' font-size='12'>calls 1 to {len(calls)}</text>"
+        f"<text x='4' y='{pad - 8}' font-size='12'>{top:,} tokens</text></svg></body></html>\n"
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The cache command."""
+    p = sub.add_parser("cache", help="simulate a provider's prompt cache over a log's model calls")
+    p.add_argument("log")
+    p.add_argument("--provider", default="anthropic", help="cache model from the rules table (default: anthropic)")
+    p.add_argument("--model", help="model name for per-model rules and prices (default: the recorded one)")
+    p.add_argument("--rules", help="your own cache rules table (YAML, same shape as the shipped one)")
+    p.add_argument(
+        "-o", "--out", "--chart", dest="chart", help="write a self-contained HTML chart of cached vs uncached tokens"
+    )
+    p.add_argument(
+        "--key",
+        choices=["text", "block"],
+        help="what a hit needs: the same text, or the same blocks (default: block where the provider caches at "
+        "breakpoints, text for prefix caches); the other key's share is printed when it differs",
+    )
+    p.set_defaults(run=cmd_cache)

@@ -1,0 +1,111 @@
+"""``callctx serve`` and ``callctx ui``: the OTLP receiver with its read API, and the debugger page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from .common import EXIT_OK, CliError, check_event_log
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import os
+    import signal
+    import threading
+
+    from callctx.serve import Receiver, serve_grpc, serve_http
+
+    token = args.token or os.environ.get("CALLCTX_TOKEN") or None
+    for name in ("max_body", "max_connections", "max_traces"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    if not args.read_timeout > 0:
+        raise CliError("--read-timeout must be a positive number of seconds")
+    rx = Receiver(args.log, max_body=args.max_body, token=token, max_traces=args.max_traces)
+    http = serve_http(rx, args.host, args.port, read_timeout=args.read_timeout, max_connections=args.max_connections)
+    out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
+    grpc_server = None
+    if args.grpc_port >= 0:
+        grpc_server = serve_grpc(rx, args.host, args.grpc_port, max_concurrent_rpcs=args.max_connections)
+        out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
+    out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
+    out.flush()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    http.shutdown()
+    if grpc_server is not None:
+        grpc_server.stop(1.0)
+    rx.close()
+    out.write("callctx serve: stopped\n")
+    return EXIT_OK
+
+
+def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import signal
+    import threading
+    import webbrowser
+
+    from callctx.export.shaping import Shaper
+    from callctx.serve.http_server import serve_page
+    from callctx.ui import LogStore, Views
+
+    path = Path(args.log)
+    if path.is_dir():
+        raise CliError(f"{path} is a folder, not an event log")
+    if path.exists() and path.stat().st_size:
+        check_event_log(args.log)
+    elif not path.parent.is_dir():
+        raise CliError(f"no folder {path.parent} for the event log {path}")
+    store = LogStore(path)
+    store.refresh()
+    shape = None if args.raw else Shaper().redact
+    try:
+        server = serve_page(Views(store), args.host, args.port, shape=shape)
+    except OSError as e:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{server.server_port}/ui/"
+    waiting = "" if path.exists() else " (waiting for the log to appear)"
+    out.write(f"callctx ui: {url}  ({path}{waiting}; Ctrl-C stops)\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"warning: the page is open to anyone who can reach {args.host}; it has no token\n")
+    out.flush()
+    if args.open:
+        webbrowser.open(url)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.shutdown()
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The serve, ui commands."""
+    p = sub.add_parser("serve", help="receive OTLP spans (HTTP and gRPC) and serve the call trees they fold into")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=4318, help="OTLP/HTTP and read API port (default 4318)")
+    p.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 to turn off)")
+    p.add_argument("--log", default="callctx-received.jsonl", help="the receiver's event log")
+    p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $CALLCTX_TOKEN)")
+    p.add_argument("--max-body", type=int, default=16 << 20, help="largest request body in bytes, decompressed")
+    p.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="time for a whole HTTP request (headers and body) to arrive, idle keep-alive included; "
+                        "slower connections are closed (default 10)")  # fmt: skip
+    p.add_argument("--max-connections", type=int, default=256, metavar="N",
+                   help="HTTP connections served at once (more get 503 with Retry-After) and gRPC calls "
+                        "in progress (more get RESOURCE_EXHAUSTED) (default 256)")  # fmt: skip
+    p.add_argument("--max-traces", type=int, default=1000, metavar="N",
+                   help="call trees kept in memory; the least recently updated finished ones leave "
+                        "(the log keeps them, the read API folds them back) (default 1000)")  # fmt: skip
+    p.set_defaults(run=cmd_serve)
+    p = sub.add_parser("ui", help="the debugger page for an event log (live while the log grows)")
+    p.add_argument("log")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=4320, help="port (default 4320; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a browser")
+    p.add_argument("--raw", action="store_true", help="show texts as recorded (default: secrets redacted)")
+    p.set_defaults(run=cmd_ui)
