@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Literal
 
+from callctx.projection.errors import CallctxError
+
 from .context import TreeText
 from .inputs import Ctx
 
@@ -56,7 +58,7 @@ class ContextComponent:
             raise ValueError("a component needs a name")
 
 
-class RegistryError(ValueError):
+class RegistryError(CallctxError, ValueError):
     pass
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from callctx.projection.errors import CallctxError
+
 log = logging.getLogger(__name__)
 
 MEMORY_TOOLS = ("memory_search", "memory_read", "memory_list", "memory_write", "memory_edit", "memory_forget")
@@ -80,7 +82,7 @@ class MemoryTools(MemoryBackend, Protocol):
         ...
 
 
-class MemoryAccessError(ValueError):
+class MemoryAccessError(CallctxError, ValueError):
     """A memory path that is not a relative ``.md`` path inside the memory folder, a file
     that resolves outside the folder, or one that is not a regular file."""
 

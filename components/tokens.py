@@ -22,6 +22,8 @@ from pathlib import Path
 
 import tiktoken
 
+from callctx.projection.errors import CallctxError
+
 DEFAULT_ENCODING = "o200k_base"
 
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
@@ -59,7 +61,7 @@ _SPECS: dict[str, dict] = {
 }
 
 
-class TokenizerUnavailable(RuntimeError):
+class TokenizerUnavailable(CallctxError, RuntimeError):
     """No verified copy of the vocabulary could be found on this machine."""
 
 

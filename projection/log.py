@@ -66,6 +66,7 @@ from typing import Literal
 
 import msgspec
 
+from .errors import CallctxError
 from .events import LogHeader, Record, decode, decode_lines, encode
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ _CHUNK = 1 << 22
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
-class LogError(Exception):
+class LogError(CallctxError):
     """The log cannot be read (missing, unreadable, or corrupt in strict mode)."""
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
+from .errors import BadInput
+
 VERSION = 2
 
 
@@ -73,7 +75,7 @@ class Manifest(msgspec.Struct, frozen=True, omit_defaults=True):
         return refs
 
 
-class ManifestError(ValueError):
+class ManifestError(BadInput):
     """A manifest that cannot be read."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from . import schema as s
+from .errors import BadInput
 from .events import Blob, Record, SpanEnded, SpanEvent, SpanLink, SpanStarted
 from .log import read_log
 from .manifest import ManifestError
@@ -55,7 +56,7 @@ class SpanData(msgspec.Struct):
         return {**self.resource, "service.name": service}
 
 
-class InvalidSpan(ValueError):
+class InvalidSpan(BadInput):
     """A span that cannot be folded (bad ids, missing name...): rejected, the rest kept."""
 
 

@@ -33,8 +33,9 @@ def test_the_install_exposes_only_callctx(tmp_path):
 
 
 def test_the_facade_is_small_and_typed():
-    assert 10 <= len(callctx.__all__) <= 16
+    assert 10 <= len(callctx.__all__) <= 18
     assert {"agentic", "Agent", "setup", "carry", "Projection", "model", "ContextComponent"} <= set(callctx.__all__)
+    assert {"CallctxError", "ModelError", "OutputValidationError"} <= set(callctx.__all__)
     assert (Path(callctx.__file__).parent / "py.typed").is_file()
 
 

@@ -7,7 +7,10 @@ The public API is the names below; everything else is reached through the subpac
 * Instrumenting an agent: :func:`agentic`, :class:`Agent`, :func:`setup` (returns the
   :class:`Runtime`), :func:`carry` (the current call into a thread).
 * Models: :func:`model` (a client from ``provider:model``), :class:`ScriptedModel` (the
-  offline default), :func:`tool_call`, :class:`ModelError`.
+  offline default), :func:`tool_call`.
+* Errors: :class:`CallctxError` (the base of all), :class:`ModelError`,
+  :class:`OutputValidationError`; a reader's ``NotFound`` and ``BadInput`` are in
+  :mod:`callctx.errors`.
 * Reading a trace: :class:`Projection` (live, or replayed from a log).
 * Context components: :class:`ContextComponent`, :class:`Registry`, :func:`default_registry`,
   :class:`Ctx`, :class:`FileMemory`.
@@ -15,20 +18,23 @@ The public API is the names below; everything else is reached through the subpac
 
 from callctx.components import ContextComponent, Ctx, FileMemory, Registry, default_registry
 from callctx.engine.runtime import Runtime, setup
+from callctx.errors import CallctxError, ModelError, OutputValidationError
 from callctx.instrument.agent import Agent
 from callctx.instrument.decorator import agentic
 from callctx.instrument.threads import carry
 from callctx.projection import Projection
 
-from .models import ModelError, ScriptedModel, tool_call
+from .models import ScriptedModel, tool_call
 from .models import resolve as model
 
 __all__ = [
     "Agent",
+    "CallctxError",
     "ContextComponent",
     "Ctx",
     "FileMemory",
     "ModelError",
+    "OutputValidationError",
     "Projection",
     "Registry",
     "Runtime",

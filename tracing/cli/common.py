@@ -7,12 +7,13 @@ from pathlib import Path
 
 import msgspec
 
+from callctx.projection.errors import CallctxError
 from callctx.projection.events import decode
 
 EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
 
 
-class CliError(Exception):
+class CliError(CallctxError):
     def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
         super().__init__(message)
         self.code = code

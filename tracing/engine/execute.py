@@ -34,6 +34,7 @@ from callctx.instrument.decorator import TracedCall
 from callctx.models.base import ModelError, ModelRequest, Reply
 from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
+from callctx.projection.errors import CallctxError
 from callctx.projection.events import Blob, encode
 from callctx.projection.spans import BLOB_EVENT
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class OutputValidationError(ValueError):
+class OutputValidationError(CallctxError, ValueError):
     """The model's output did not match the schema, even after one retry."""
 
 

@@ -33,6 +33,7 @@ from mcp import types as mcp_types
 
 from callctx.components.inputs import ToolSpec
 from callctx.engine.tools import Tool
+from callctx.projection.errors import CallctxError
 
 __all__ = ["McpServer", "McpTool", "McpToolError"]
 
@@ -47,7 +48,7 @@ _GUARD = 5.0  # seconds a caller waits past the request's own timeout before giv
 Transport = Callable[[], AbstractAsyncContextManager[Sequence[Any]]]
 
 
-class McpToolError(RuntimeError):
+class McpToolError(CallctxError, RuntimeError):
     """An MCP tool call that did not give a result: the tool reported an error (``isError``),
     the server answered with a protocol error, or the server is not reachable (it died, the
     connection broke, it did not answer in time, or the ``McpServer`` is closed).

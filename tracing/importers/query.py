@@ -11,12 +11,13 @@ from datetime import datetime
 import msgspec
 
 from callctx.projection.dialects import conversation
+from callctx.projection.errors import CallctxError
 from callctx.projection.otlp import Decoded
 
 PAGE = 1000
 
 
-class StoreError(RuntimeError):
+class StoreError(CallctxError, RuntimeError):
     """The trace store could not be reached, or answered in a shape its API does not document."""
 
 

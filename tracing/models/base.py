@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from callctx.components.context import Context
 from callctx.components.wire.exchange import ToolCall
 from callctx.components.wire.params import Params
+from callctx.projection.errors import CallctxError
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class ModelRequest:
     context: Context
 
 
-class ModelError(RuntimeError):
+class ModelError(CallctxError, RuntimeError):
     """The provider refused or failed. ``status`` is the HTTP status when there was one."""
 
     def __init__(self, provider: str, message: str, *, status: int | None = None, retryable: bool = False):

@@ -10,8 +10,10 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from callctx.projection.errors import BadInput
 
-class BodyError(ValueError):
+
+class BodyError(BadInput):
     """A body refused before decoding, with the HTTP status to answer."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -14,9 +14,10 @@ import msgspec
 from callctx.components import record, wire
 from callctx.components.context import Context
 from callctx.projection.calls import ModelCall
+from callctx.projection.errors import CallctxError
 
 
-class Unrebuildable(ValueError):
+class Unrebuildable(CallctxError, ValueError):
     """A call whose request cannot be rebuilt: no manifest, a missing or altered text, or a
     rebuilt body that does not match the recorded hash."""
 
