@@ -18,7 +18,7 @@ import msgspec
 from . import schema as s
 from .errors import BadInput
 from .events import Blob, Record, SpanEnded, SpanEvent, SpanLink, SpanStarted
-from .log import read_log
+from .log_reader import read_log
 from .manifest import ManifestError
 from .manifest import decode as decode_manifest
 

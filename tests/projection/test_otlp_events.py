@@ -1,12 +1,10 @@
 """OTLP protobuf straight to the fold's records (``callctx.projection.otlp_events``): the same
 records, byte for byte, as decoding to SpanData and then ``to_records``; the same spans rejected
-for the same reasons; and the receiver's log, fold and index the same whichever way a request
-came in."""
+for the same reasons."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,11 +12,9 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from callctx.projection import Projection, otlp, otlp_events, read_log
+from callctx.projection import otlp, otlp_events
 from callctx.projection.events import encode
 from callctx.projection.spans import BLOB_EVENT, INTERRUPTED, to_records
-from callctx.serve import Receiver
-from callctx.store.index import Index
 
 TRACE = bytes.fromhex("ab" * 16)
 
@@ -293,154 +289,3 @@ def test_any_request_gives_the_same_records(resource_list):
     req = build(resource_list)
     assert_same(req)
     assert_same(ExportTraceServiceRequest.FromString(req.SerializeToString()))
-
-
-# ---- the receiver: the same log, fold and index whichever way a request comes in -----------------
-def dump(index: Index) -> dict[str, list]:
-    with index._lock:
-        return {t: sorted(map(repr, index._db.execute(f"SELECT * FROM {t}").fetchall()))
-                for t in ("spans", "calls", "traces", "blobs")}  # fmt: skip
-
-
-def test_receiver_log_fold_and_index_are_the_same_as_from_spandata(tmp_path):
-    requests = [varied_request(), build([([("service.name", "b")], [("s", [
-        (TRACE, b"\x31" * 8, b"\x01" * 8, "chat late", 5, 6, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-    ])])])]  # fmt: skip
-    by = {}
-    for how in ("protobuf", "spandata", "json"):
-        rx = Receiver(tmp_path / how / "log.jsonl")
-        for req in requests:
-            if how == "protobuf":
-                rx.ingest(rx.decode(req.SerializeToString(), "application/x-protobuf"))
-            elif how == "spandata":  # a Decoded of SpanData, as other callers of ingest() pass
-                rx.ingest(otlp.decode_request(req))
-            elif req is requests[-1]:  # OTLP/JSON goes through SpanData, then the same records (no inf in JSON)
-                spans = otlp.decode_request(req).spans
-                rx.ingest(rx.decode(json.dumps(otlp.encode_json(spans)).encode(), "application/json"))
-        views = {k: rx.projection.session_tree(k) for k in rx.projection.sessions()}
-        index = dump(rx.index)
-        rx.close()
-        lines = (tmp_path / how / "log.jsonl").read_bytes().split(b"\n")[1:]  # past the header
-        by[how] = (lines, views, index)
-    # what decoding to SpanData, sorting by start and to_records wrote, one record a line
-    expected = []
-    for req in requests:
-        spans = sorted(otlp.decode_request(req).spans, key=lambda sp: (sp.start_ns, sp.span_id))
-        expected += [encode(rec) for sp in spans for rec in to_records(sp)]
-    assert b"\n".join(by["protobuf"][0]) == b"".join(expected)
-    assert by["spandata"] == by["protobuf"]
-    # the kinds and function names the receiver took from the fold are what the index works out
-    ref = Index(None)
-    for req in requests:
-        ref.add([(sp, None, None) for sp in otlp.decode_request(req).spans], {})
-    got, want = by["protobuf"][2], dump(ref)
-    assert got["spans"] == want["spans"] and got["traces"] == want["traces"]
-    with ref._lock:
-        calls = ref._db.execute("SELECT function, call_path, resolved FROM calls ORDER BY span_id").fetchall()
-    assert calls and len(got["calls"]) == len(calls)
-    assert by["protobuf"][1] and by["json"][1]  # trees to compare, and the JSON path folds too
-
-
-def test_index_rows_are_the_same_from_spandata_and_from_received():
-    reqs = [varied_request()]
-    # calls that wait for their ancestors across requests, a duplicate, one of ours, a cycle
-    parent, grand = b"\x41" * 8, b"\x42" * 8
-    reqs.append(build([([("service.name", "s")], [("x", [
-        (TRACE, b"\x43" * 8, parent, "chat c1", 30, 31, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x44" * 8, b"\x45" * 8, "chat c2", 32, 33, 1, 2, "boom", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x45" * 8, b"\x44" * 8, "loop", 34, 35, 1, 0, "", [], [], []),
-    ])])]))  # fmt: skip
-    reqs.append(build([([], [("x", [
-        (TRACE, parent, grand, "invoke_agent step", 20, 40, 1, 0, "", [("gen_ai.operation.name", "invoke_agent"),
-                                                                          ("gen_ai.agent.name", "step")], [], []),
-        (TRACE, b"\x43" * 8, parent, "chat c1 again", 30, 31, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x46" * 8, parent, "chat ours", 36, 37, 1, 0, "", [("gen_ai.operation.name", "chat"),
-                                                                     ("callctx.context", "m")], [], []),
-    ])])]))  # fmt: skip
-    reqs.append(build([([], [("x", [
-        (TRACE, grand, b"", "invoke_agent root", 10, 50, 1, 0, "", [("gen_ai.operation.name", "invoke_agent"),
-                                                                    ("gen_ai.agent.name", "root")], [], []),
-    ])])]))  # fmt: skip
-    old, new = Index(None), Index(None)
-    for req in reqs:
-        old.add([(sp, 1, 2) for sp in otlp.decode_request(req).spans], {"h": (3, 4)})
-        new.add_received([(r, 1, 2) for r in otlp_events.decode_request(req).spans], {"h": (3, 4)})
-    assert dump(old) == dump(new)
-    calls = {c["span_id"]: c for c in new.calls()[1]}
-    assert calls["43" * 8]["call_path"] == "root → step" and calls["43" * 8]["function"] == "step"
-    assert calls["44" * 8]["function"] is None  # its chain loops: no agentic ancestor
-    assert new.count_calls() == len(calls)
-
-
-def test_an_index_of_an_older_schema_is_made_anew_from_the_log(tmp_path):
-    import sqlite3
-
-    log = tmp_path / "log.jsonl"
-    rx = Receiver(log)
-    rx.ingest(rx.decode(varied_request().SerializeToString(), "application/x-protobuf"))
-    before = dump(rx.index)
-    rx.close()
-    path = f"{log}.index.sqlite"
-    db = sqlite3.connect(path)  # what an index written before the schema had a version looked like
-    db.executescript("DROP TABLE spans; CREATE TABLE spans (span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, "
-                     "parent_id TEXT, kind TEXT NOT NULL, function TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, "
-                     "status TEXT, service TEXT, session TEXT); PRAGMA user_version = 0;")  # fmt: skip
-    db.close()
-    again = Receiver(log)
-    try:
-        assert dump(again.index) == before
-        again.ingest(again.decode(varied_request().SerializeToString(), "application/x-protobuf"))  # fine to add to
-    finally:
-        again.close()
-
-
-def test_a_refused_write_loses_nothing(tmp_path, monkeypatch):
-    import errno
-    import os
-
-    from callctx.projection import log as log_module
-
-    log = tmp_path / "log.jsonl"
-    rx = Receiver(log)
-    real = os.write
-    failing = [True]
-
-    def write(fd, data):
-        if failing[0] and fd == rx.log._fd:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(fd, data)
-
-    monkeypatch.setattr(log_module.os, "write", write)
-    first = varied_request()
-    rx.ingest(rx.decode(first.SerializeToString(), "application/x-protobuf"))  # kept in memory, retried
-    failing[0] = False
-    second = build([([], [("x", [(TRACE, b"\x51" * 8, b"\x01" * 8, "chat later", 200, 300, 1, 0, "",
-                                  [("gen_ai.operation.name", "chat")], [], [])])])])  # fmt: skip
-    rx.ingest(rx.decode(second.SerializeToString(), "application/x-protobuf"))
-    live = {k: rx.projection.session_tree(k) for k in rx.projection.sessions()}
-    rx.close()
-    replayed = Projection.from_log(log, recover=False)
-    assert {k: replayed.session_tree(k) for k in replayed.sessions()} == live
-    spans = {r.span_id for r in read_log(log) if type(r).__name__ == "SpanStarted"}
-    assert {r.span_id for r in otlp_events.decode_request(first).spans} <= spans
-    assert "51" * 8 in spans
-
-
-def test_a_trace_totals_the_usage_of_its_calls(tmp_path):
-    usage = [("gen_ai.usage.input_tokens", 100), ("gen_ai.usage.output_tokens", 20),
-             ("gen_ai.usage.cache_read_input_tokens", 64), ("gen_ai.usage.cache_creation_input_tokens", 8)]  # fmt: skip
-    req = build([([("service.name", "s")], [("x", [
-        (TRACE, bytes([0x60 + i]) * 8, b"", f"chat {i}", 10 + i, 20 + i, 1, 0, "",
-         [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m"), *usage], [], [])
-        for i in range(2)
-    ])])])  # fmt: skip
-    rx = Receiver(tmp_path / "log.jsonl")  # with a log: the calls' rows carry byte offsets
-    try:
-        rx.ingest(rx.decode(req.SerializeToString(), "application/x-protobuf"))
-        total, trees = rx.index.trees()
-        _, calls = rx.index.calls()
-    finally:
-        rx.close()
-    assert total == 1 and [c["usage"] for c in calls] == [{"input": 100, "output": 20, "cache_read": 64,
-                                                          "cache_write": 8}] * 2  # fmt: skip
-    assert trees[0]["usage"] == {"input": 200, "output": 40, "cache_read": 128, "cache_write": 16}
