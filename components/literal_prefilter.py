@@ -20,7 +20,9 @@ pass per script, skipped when the text holds none of their first characters. A n
 even count as found.
 
 Users: the secret redactor (``callctx.export.redact``), whose needles are the triggers of its
-patterns, searched on an ASCII copy of the text.
+patterns, searched on an ASCII copy of the text; the prompt-injection scanner
+(``callctx.components.injection.matching``), whose needles are the first characters of its
+rules' alternatives, in seven languages.
 
 Thread safety: a :class:`Prefilter` is immutable after construction (compiled regexes in
 tuples, no caches), so one instance can be shared by every thread. Building one raises
