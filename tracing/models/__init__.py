@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Model, ModelError, ModelRequest, Reply, Usage
+from .base import AsyncModel, AsyncStreamingModel, Model, ModelError, ModelRequest, Reply, StreamingModel, Usage
 from .scripted import ScriptedModel, tool_call
 
 PROVIDERS = ("scripted", "openai", "openai-responses", "anthropic", "gemini")
@@ -41,4 +41,16 @@ def resolve(spec: str | Model | None, **options: Any) -> Model:
     raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
 
 
-__all__ = ["Model", "ModelError", "ModelRequest", "Reply", "ScriptedModel", "Usage", "resolve", "tool_call"]
+__all__ = [
+    "AsyncModel",
+    "AsyncStreamingModel",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "Reply",
+    "ScriptedModel",
+    "StreamingModel",
+    "Usage",
+    "resolve",
+    "tool_call",
+]

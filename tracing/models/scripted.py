@@ -24,7 +24,7 @@ from callctx.components import tokens
 from callctx.components.wire.exchange import ToolCall
 from callctx.components.wire.params import Params
 
-from .base import ModelRequest, Reply, Usage
+from .base import AsyncModel, AsyncStreamingModel, ModelRequest, Reply, StreamingModel, Usage
 
 Script = Mapping[str, Any] | Callable[[str | None, ModelRequest], Any] | str | os.PathLike[str]
 
@@ -34,7 +34,10 @@ def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-class ScriptedModel:
+class ScriptedModel(StreamingModel, AsyncModel, AsyncStreamingModel):
+    """Answers from a script: complete, stream, and both on an event loop. Threading: one
+    model serves every thread (the answers of a list are taken in turn under a lock)."""
+
     provider = "scripted"
 
     def __init__(self, script: Script | None = None, *, model: str = "scripted", wire: str = "anthropic"):
