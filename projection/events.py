@@ -114,7 +114,7 @@ def decode(line: bytes | str) -> Record:
     return _decoder.decode(line)
 
 
-def decode_lines(buf: bytes) -> list[Record]:
+def decode_lines(buf: bytes | bytearray | memoryview) -> list[Record]:
     """Decode a buffer of complete newline-terminated records in one call (the replay fast path)."""
     return _decoder.decode_lines(buf)
 

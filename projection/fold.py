@@ -443,6 +443,7 @@ class Projection:
             return
         if old is not None:
             lst = old.children if type(old) is Node else old.top_calls
+            assert lst is not None  # n is listed in it
             lst.remove(n)
             if not lst and type(old) is Tree:
                 del self.trees[old.key]  # a provisional top moved under its late parent
@@ -580,15 +581,18 @@ class Projection:
             if viewer is None:
                 if span_id not in self.nodes:
                     raise KeyError(f"unknown span {span_id!r}")
-                chunks, cuts, here, parent = self._render(self._host(self.nodes[span_id]), None, render_range)
+                host = self._host(self.nodes[span_id])
+                assert type(host) is Tree  # no call holds it: it sees the whole tree
+                chunks, cuts, here, parent = self._render(host, None, render_range)
                 return TreeView("".join(chunks), chunks, cuts, [], here, parent)
-            top: Node | Tree = viewer
+            top: Node | Tree | None = viewer
             while type(top) is Node:
                 if render_range is None:  # the nearest range declared on the chain applies
                     rr = (top.attrs or {}).get(s.RENDER_RANGE)
                     if isinstance(rr, int) and rr >= 0:
                         render_range = rr
                 top = top.listed_in
+            assert type(top) is Tree  # every listed call's chain ends at its tree
             chunks, cuts, here, parent = self._render(top, viewer, render_range)
             return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here, parent)
 

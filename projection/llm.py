@@ -173,7 +173,8 @@ def _message(obj: Any) -> Message | None:
         extra = []
         for c in calls:
             if isinstance(c, Mapping):
-                fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
+                inner = c.get("function")
+                fn = inner if isinstance(inner, Mapping) else c
                 extra.append(f"[tool call {fn.get('name', '?')}({fn.get('arguments', '')})]")
         text = "\n".join(t for t in (text, *extra) if t)
     return Message(role, text)
@@ -296,7 +297,7 @@ def messages_of(*layers: Mapping[str, Any]) -> Reconstructed:
 def _split_system(system: list[str], messages: list[Message], output: list[Message], source: str) -> Reconstructed:
     """System messages found among the inputs join the system instructions."""
     system = list(system)
-    rest = []
+    rest: list[Message] = []
     for m in messages:
         if m.role in ("system", "developer") and not rest:
             system.append(m.text)

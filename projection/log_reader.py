@@ -27,11 +27,12 @@ Threading: the functions share nothing; a :class:`LogTail` is used by one thread
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -60,7 +61,7 @@ class _Lines:
     the bytes after the last newline, ``end_offset`` where they start and ``lines`` the
     number of whole lines read."""
 
-    def __init__(self, f: BinaryIO, start: int = 0, end: int | None = None, line_no: int = 0) -> None:
+    def __init__(self, f: io.BufferedReader, start: int = 0, end: int | None = None, line_no: int = 0) -> None:
         self._f = f
         self._start = start
         self._end = end
@@ -107,7 +108,15 @@ class _Lines:
             view.release()
 
 
-def _open(path: str | os.PathLike[str]) -> BinaryIO:
+def _find(view: memoryview, needle: bytes) -> bool:
+    """Does the block seen by ``view`` (a slice of a reader's buffer, from its start) hold
+    ``needle``? Searched in place, without a copy."""
+    buf = view.obj
+    assert isinstance(buf, bytearray)
+    return buf.find(needle, 0, len(view)) >= 0
+
+
+def _open(path: str | os.PathLike[str]) -> io.BufferedReader:
     p = Path(path)
     try:
         return open(p, "rb")
@@ -156,7 +165,7 @@ def _blocks(
         lines = _Lines(f)
         for view, offset, line_no in lines:
             records, error = _decode_lines(view, p, line_no, offset, strict, damage)
-            found = headers and view.obj.find(_HEADER, 0, len(view)) >= 0  # type: ignore[union-attr]
+            found = headers and _find(view, _HEADER)
             if records:
                 yield records, found
             del records  # freed (the consumer is done with it) before the next block is decoded

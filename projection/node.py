@@ -17,7 +17,7 @@ renderer can reuse a text it rendered earlier while the revision it saw still ho
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, final
 
 import msgspec
 
@@ -37,6 +37,7 @@ Collapse = tuple[int, str, str]
 """(start_ns, span_id, summary) of the last call of a list that reads as one summary line."""
 
 
+@final
 class Tree:
     """The top of one call tree: a session (shared ``gen_ai.conversation.id``) or a trace."""
 
@@ -56,6 +57,7 @@ class Tree:
         return f"Tree({self.key!r}, {len(self.top_calls)} top calls)"
 
 
+@final
 class Node(msgspec.Struct, eq=False, gc=False, repr_omit_defaults=True):
     """One span as the fold keeps it. Fields are dropped as the call leaves the active chain.
 
@@ -148,7 +150,7 @@ def collapsed_of(target: Node | Tree) -> Collapse | None:
 
 def calls_of(target: Node | Tree) -> list[Node] | None:
     """The list a holder (its children) or a tree (its top calls) shows."""
-    return target.children if type(target) is Node else target.top_calls  # type: ignore[union-attr]
+    return target.children if type(target) is Node else target.top_calls
 
 
 def sizeof_node() -> int:

@@ -314,15 +314,15 @@ def _scan_raw(text: str) -> list[Hit]:
         hits.append(Hit("Unicode tag characters", -1, decoded or show(m.group()), "high", "tag characters"))
         if decoded.strip():
             payloads.append(("tag characters", decoded))
-    if m := BIDI.search(text, start):
-        hits.append(Hit("bidi control", -1, show(text[max(0, m.start() - 20) : m.end() + 20])))
+    if bidi := BIDI.search(text, start):
+        hits.append(Hit("bidi control", -1, show(text[max(0, bidi.start() - 20) : bidi.end() + 20])))
     for m in VS_RUN.finditer(text, start):
         data = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group())
         decoded = data.decode("utf-8", errors="replace")
         hits.append(Hit("invisible Unicode", -1, decoded, "high", "variation selectors"))
         payloads.append(("variation selectors", decoded))
-    if m := UNEXPLAINED_INVISIBLE.search(text, max(0, start - 1)):
-        hits.append(Hit("invisible Unicode", -1, show(text[max(0, m.start() - 20) : m.end() + 20])))
+    if hidden := UNEXPLAINED_INVISIBLE.search(text, max(0, start - 1)):
+        hits.append(Hit("invisible Unicode", -1, show(text[max(0, hidden.start() - 20) : hidden.end() + 20])))
     for via, decoded in payloads:
         hits.extend(Hit(h.name, -1, h.excerpt, "high", via) for h in _scan_clean(decoded, 1) if h.severity == "high")
     return hits

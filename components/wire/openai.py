@@ -14,7 +14,7 @@ from .params import Params
 
 
 def _user_parts(context: Context, kind: str) -> list[dict[str, Any]]:
-    parts = [{"type": kind, "text": t} for t in (tree_text(context), turn_text(context)) if t]
+    parts: list[dict[str, Any]] = [{"type": kind, "text": t} for t in (tree_text(context), turn_text(context)) if t]
     for a in context.media:
         data = base64.b64encode(a.data or b"").decode()
         if kind == "text":

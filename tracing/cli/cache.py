@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from callctx.components import providers
 from callctx.store.model import Filter, Store
@@ -47,9 +47,9 @@ def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) 
             cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)
         )
     try:
-        sim = cache.Simulator(provider, model, rules, key=args.key)
+        sim = cache.Simulator(provider, model, rules, key=cast("cache.Key | None", args.key))  # argparse's choices
         report = sim.run(requests)
-        other = "text" if sim.key == "block" else "block"
+        other: cache.Key = "text" if sim.key == "block" else "block"
         twin = cache.Simulator(provider, model, rules, key=other).run(requests)
     except (KeyError, ValueError) as e:
         raise CliError(str(e)) from None

@@ -63,8 +63,9 @@ def format_reconstructed(call: ModelCall, rec: Reconstructed, out: TextIO) -> No
         f"made by another instrumentation ({call.provider or 'unknown provider'}, {model}); reconstructed from "
         f"the span's {source} attributes, not hash-verified\n"
     )
-    if call.usage:
-        out.write("usage: " + ", ".join(f"{k} {v:,}" for k, v in call.usage.items()) + "\n")
+    reported = call.usage.counts()
+    if reported:
+        out.write("usage: " + ", ".join(f"{k} {v:,}" for k, v in reported.items()) + "\n")
     if rec.empty:
         out.write("\n(the span carries no messages: its instrumentation did not capture content)\n")
         return

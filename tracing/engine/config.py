@@ -8,6 +8,7 @@ from typing import Any
 
 from callctx.components import Registry, default_registry
 from callctx.components.inputs import Ctx
+from callctx.engine.tools import Tool
 from callctx.models import Model
 
 
@@ -23,7 +24,7 @@ class Config:
     registry: Registry = field(default_factory=default_registry)
     max_tool_rounds: int = 8
     capture_content: bool = False  # GenAI content attributes on chat spans
-    tools: tuple[Callable[..., Any], ...] = ()  # offered on every call (an Agent adds its own)
+    tools: tuple[Callable[..., Any] | Tool, ...] = ()  # offered on every call (an Agent adds its own)
     tree_budget: int | None = None  # tokens; over it, the oldest finished calls collapse
     deferred: tuple[Any, ...] = ()  # runnable deferred tools (Tool), listed by name only
     mcp: tuple[Any, ...] = ()  # MCP servers whose tools are offered on every call

@@ -543,7 +543,7 @@ def _run_tool(tracer: Any, call: Any, tool: Tool | None) -> ToolResult:
             return _result(span, call, f"no tool named {call.name!r} is available", True)
         try:
             value = tool.call(call.arguments)
-            if inspect.isawaitable(value):  # an async tool called from blocking code
+            if inspect.iscoroutine(value):  # an async tool called from blocking code
                 value = asyncio.run(value)
         except Exception as e:  # noqa: BLE001
             return _result(span, call, *_outcome(call, e))

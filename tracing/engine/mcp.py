@@ -40,7 +40,7 @@ __all__ = ["McpServer", "McpTool", "McpToolError"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_MCPError: type[Exception] = getattr(_mcp_exceptions, "MCPError", None) or _mcp_exceptions.McpError  # 2.x / 1.x
+_MCPError: type[Exception] = getattr(_mcp_exceptions, "MCPError", None) or _mcp_exceptions.McpError  # type: ignore[attr-defined]  # 2.x / 1.x
 _CONNECTION_CLOSED = -32000  # the JSON-RPC code the SDK gives requests cut off by a closed connection
 _CLOSE_BUDGET = 10.0  # seconds close() waits for the transport to wind down (stdio: stdin, SIGTERM, SIGKILL)
 _GUARD = 5.0  # seconds a caller waits past the request's own timeout before giving up on the loop itself
@@ -440,7 +440,7 @@ def _http_transport(url: str, headers: dict[str, str] | None) -> Transport:
     try:
         from mcp.client.streamable_http import streamable_http_client
     except ImportError:  # mcp < 1.24: the older name, which takes the headers itself
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined]
 
         return lambda: streamablehttp_client(url, headers=headers)
     from mcp.shared._httpx_utils import create_mcp_http_client

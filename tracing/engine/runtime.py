@@ -39,7 +39,7 @@ from callctx.components.inputs import (
 from callctx.components.memory_store import MemoryBackend, MemoryTools
 from callctx.engine.config import Config
 from callctx.engine.execute import CallRecord, aexecute, execute, write_blobs
-from callctx.engine.memory_tools import memory_tools
+from callctx.engine.memory_tools import MemoryTool, memory_tools
 from callctx.engine.tools import Tool, as_tools
 from callctx.export import otel
 from callctx.export.shaping import Shaper, ShapingExporter, ShapingProcessor
@@ -93,7 +93,7 @@ class Runtime:
         self.send_texts = False  # attach recorded texts to chat spans (set when spans are exported)
         self._closed = False
         self._sealed: OrderedDict[str, deque[Sealed]] = OrderedDict()  # per session: tree blocks sent
-        self._memory_tools: tuple[object, dict[str, Tool]] | None = None  # (backend, its tools by name)
+        self._memory_tools: tuple[object, dict[str, MemoryTool]] | None = None  # (backend, its tools by name)
         # The one-time work of model calls (the tokenizer, the workspace files), done now, not in the first call.
         prepare(config.base.replace(model=config.model.params.model), config.registry)
 

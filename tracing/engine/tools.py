@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +78,7 @@ def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | 
     return Tool(ToolSpec(tool_name, text, params), fn, args, spec.name if spec else None)
 
 
-def as_tools(items: Any, *, exclude: str | None = None) -> list[Tool]:
+def as_tools(items: Iterable[Callable[..., Any] | Tool] | None, *, exclude: str | None = None) -> list[Tool]:
     """Tools from functions (or ready ``Tool``s), never offering the call ``exclude`` itself."""
     out: list[Tool] = []
     for item in items or ():

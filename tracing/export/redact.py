@@ -342,6 +342,9 @@ class Redactor:
     """
 
     __slots__ = ("_prefilter", "_rules", "_secret_keys")
+    _prefilter: Prefilter
+    _rules: tuple[_Rule, ...]
+    _secret_keys: re.Pattern[str]
 
     def __init__(
         self,
@@ -428,8 +431,8 @@ class Redactor:
             for i in found[0] if len(found) == 1 else sorted({p for f in found for p in f}):
                 if cover[0] <= i < cover[1] - (_WINDOW if rule.grouped else 0):
                     continue
-                m = rule.rx.match(text, i)
-                hit = None if m is None else _hit(rule, m)
+                at_i = rule.rx.match(text, i)
+                hit = None if at_i is None else _hit(rule, at_i)
                 if hit is not None:
                     if hit[1] > cover[1]:
                         cover = hit[:2]

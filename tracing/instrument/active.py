@@ -28,11 +28,30 @@ class ActiveRuntime(Protocol):
     tracer: Tracer
     session_id: str | None
 
-    def exec(self, prompt: str, *, schema: Any = None, tools: Sequence[Callable[..., Any]] = (), **options: Any) -> Any:
-        ...
+    def exec(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Any] = (),
+        agent: Any = None,
+        stream: Callable[[str], None] | None = None,
+    ) -> Any: ...
 
     async def aexec(
-        self, prompt: str, *, schema: Any = None, tools: Sequence[Callable[..., Any]] = (), **options: Any
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        tools: Sequence[Callable[..., Any]] = (),
+        position: str | None = None,
+        output: str | None = None,
+        attachments: Sequence[Any] = (),
+        agent: Any = None,
+        stream: Callable[[str], Any] | None = None,
     ) -> Any: ...
 
 

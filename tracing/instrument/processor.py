@@ -127,6 +127,8 @@ class ProjectionProcessor(SpanProcessor):
             return
         try:
             ctx = span.get_span_context()
+            if ctx is None:  # the SDK's spans always have one; another SDK's might not
+                return
             opened = self._open.pop(ctx.span_id, None)
             model_call = False
             if opened is not None:

@@ -88,7 +88,7 @@ class ScriptedModel(StreamingModel, AsyncModel, AsyncStreamingModel):
             return f"(scripted reply for {fn or 'the conversation'})"
         if callable(self.script) and not isinstance(self.script, Mapping):
             return self.script(fn, request)
-        key = fn if fn in self.script else "*"
+        key = fn if fn is not None and fn in self.script else "*"
         if key not in self.script:
             return f"(scripted reply for {fn or 'the conversation'})"
         answers = self.script[key]

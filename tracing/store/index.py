@@ -240,7 +240,7 @@ class Index:
                 [*args, limit, offset],
             ).fetchall()
             if where == "1=1":
-                numbers = range(offset + 1, offset + 1 + len(rows))
+                numbers = list(range(offset + 1, offset + 1 + len(rows)))
             else:
                 numbers = [self._number(r[3], r[0]) for r in rows]
             return total, [self._call(r, n) for r, n in zip(rows, numbers, strict=True)]

@@ -201,7 +201,7 @@ class Views:
         prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), DEFAULT)
         if prov not in PROVIDERS:
             raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
-        rows = []
+        rows: list[dict[str, Any]] = []
         with self._lock:
             sim = self._simulation(prov)
             if mine:
