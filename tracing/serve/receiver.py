@@ -66,6 +66,7 @@ import msgspec
 
 from callctx.export.shaping import Shaper
 from callctx.projection.asof import tree_as_seen_by
+from callctx.projection.batch import Batch, Received
 from callctx.projection.calls import ModelCall, read_calls
 from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted, decode, decode_lines, encode
 from callctx.projection.fold import Projection
@@ -74,8 +75,7 @@ from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.manifest import ManifestError
 from callctx.projection.manifest import decode as manifest_decode
 from callctx.projection.node import ENDED, STARTED, Node
-from callctx.projection.otlp import Decoded, decode_json
-from callctx.projection.otlp_events import Batch, Received, decode_protobuf, from_spans
+from callctx.projection.otlp import decode_json, decode_protobuf
 from callctx.projection.schema import CONTEXT as s_CONTEXT
 from callctx.store.index import Index
 from callctx.store.recorded import Unrebuildable, as_json, rebuild
@@ -159,8 +159,8 @@ class Receiver:
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Batch:
         """The spans of one OTLP/HTTP body; raises :class:`BodyError` (415) for a content type
-        that is not OTLP and ``ValueError`` for a body that is not a trace request. Protobuf is
-        read straight into the records the log and the fold take."""
+        that is not OTLP and ``ValueError`` for a body that is not a trace request. Either
+        encoding is read straight into the records the log and the fold take."""
         t0 = time.perf_counter()
         kind = content_type.split(";")[0].strip().lower()
         if kind == PROTOBUF:
@@ -169,8 +169,7 @@ class Receiver:
         elif kind == JSON:
             try:
                 with collector_paused():
-                    spans = decode_json(body)
-                    decoded = from_spans(spans.spans, spans.rejected, spans.errors)
+                    decoded = decode_json(body)
             except UnicodeDecodeError:
                 raise ValueError("OTLP/JSON body is not valid UTF-8") from None
         else:
@@ -179,7 +178,7 @@ class Receiver:
         self.stats.add(seconds_decode=spent, seconds_total=spent)
         return decoded
 
-    def ingest(self, decoded: Batch | Decoded) -> Batch | Decoded:
+    def ingest(self, decoded: Batch) -> Batch:
         """Append and fold the spans of one request (in start order, so parents come first
         when the sender batched children ahead of them); then bring back from the log the
         evicted trees these spans belong to, and evict what is over the limit.
@@ -187,7 +186,7 @@ class Receiver:
         The request's records go to the log in one write, then to the fold in the same order;
         the index gets its rows in one transaction."""
         t0 = time.perf_counter()
-        batch = decoded if isinstance(decoded, Batch) else from_spans(decoded.spans, decoded.rejected)
+        batch = decoded
         proj = self.projection
         spans = sorted(batch.spans, key=_START_ORDER)
         with proj.lock, collector_paused():

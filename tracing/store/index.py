@@ -27,9 +27,9 @@ from itertools import repeat
 from typing import Any
 
 from callctx.projection import schema as s
+from callctx.projection.batch import Received
 from callctx.projection.dialects import classify, conversation, function_name
 from callctx.projection.llm import _USAGE, LANGFUSE_USAGE, model_of, provider_of, usage_of
-from callctx.projection.otlp_events import Received
 from callctx.projection.spans import SpanData
 
 _VERSION = 2  # the schema's, in SQLite's user_version: an index of another version is made anew

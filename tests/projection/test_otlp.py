@@ -1,79 +1,87 @@
-"""OTLP protobuf straight to the fold's records (``callctx.projection.otlp_events``): the same
-records, byte for byte, as decoding to SpanData and then ``to_records``; the same spans rejected
-for the same reasons; and the receiver's log, fold and index the same whichever way a request
-came in."""
+"""OTLP requests to records (``callctx.projection.otlp``): the protobuf and the OTLP/JSON decoders
+give the same batch, record for record, for the same request (hand-built, made by the official
+SDK and its OTLP encoder, or any request the strategies make), the same spans rejected for the
+same reasons; the checks at the edge (ids, times, kinds); and the receiver's log, fold and
+index the same whichever encoding a request came in."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from callctx.projection import Projection, otlp, otlp_events, read_log
-from callctx.projection.events import encode
-from callctx.projection.spans import BLOB_EVENT, INTERRUPTED, to_records
+from callctx.projection import Projection, otlp, read_log
+from callctx.projection.batch import Batch, records
+from callctx.projection.errors import BadInput
+from callctx.projection.events import KIND_CLIENT, KIND_CONSUMER, KIND_INTERNAL, KIND_SERVER, encode
+from callctx.projection.otlpjson import ids_to_hex
+from callctx.projection.schema import BLOB_EVENT, INTERRUPTED
+from callctx.projection.spans import SpanData
 from callctx.serve import Receiver
 from callctx.store.index import Index
 
 TRACE = bytes.fromhex("ab" * 16)
+_IDS = ("traceId", "spanId", "parentSpanId")
 
 
-def old_records(req: ExportTraceServiceRequest) -> tuple[list, int, list[str]]:
-    """What the receiver made of a request before: SpanData first, then its records."""
-    decoded = otlp.decode_request(req)
-    return [rec for sp in decoded.spans for rec in to_records(sp)], decoded.rejected, decoded.errors
+def spec_json(req: ExportTraceServiceRequest) -> dict:
+    """OTLP/JSON as the spec (and the Collector's file exporter, and callctx's) writes it: hex
+    ids, integer enums."""
+    return ids_to_hex(MessageToDict(req, use_integers_for_enums=True))
 
 
-def assert_same(req: ExportTraceServiceRequest) -> otlp_events.Batch:
-    records, rejected, errors = old_records(req)
-    batch = otlp_events.decode_request(req)
-    got = otlp_events.records(batch)
-    assert got == records
-    assert [encode(r) for r in got] == [encode(r) for r in records]
-    assert (batch.rejected, batch.errors) == (rejected, errors)
-    assert batch.message == otlp.Decoded([], rejected, errors).message
-    # and the facts the index lists besides
-    old = otlp.decode_request(req).spans
-    assert [(r.span_id, r.trace_id, r.start_ns, r.end_ns, r.status, r.error) for r in batch.spans] == [
-        (sp.span_id, sp.trace_id, sp.start_ns, sp.end_ns, sp.status, sp.error) for sp in old
-    ]
+def json_forms(req: ExportTraceServiceRequest) -> dict[str, bytes]:
+    """The same request in every JSON form the decoder reads."""
+    spec = spec_json(req)
+    upper = json.loads(json.dumps(spec))
+    for rs in upper.get("resourceSpans", ()):
+        for ss in rs.get("scopeSpans", ()):
+            for span in ss.get("spans", ()):
+                for obj in (span, *span.get("links", ())):
+                    obj.update({k: obj[k].upper() for k in _IDS if k in obj})
+    lines = b"\n".join(json.dumps({"resourceSpans": [rs]}).encode() for rs in spec.get("resourceSpans", ()))
+    forms = {
+        "spec": json.dumps(spec).encode(),
+        "protobuf mapping": json.dumps(MessageToDict(req)).encode(),  # base64 ids, enum names
+        "upper-case hex": json.dumps(upper).encode(),
+    }
+    if len(spec.get("resourceSpans", ())) > 1:
+        forms["json lines"] = lines + b"\n"  # one request per line, as the Collector's file exporter writes
+    return forms
+
+
+def assert_same(req: ExportTraceServiceRequest) -> Batch:
+    """Protobuf (parsed, and as a body) and every JSON form give one batch, record for record,
+    with the same rejections."""
+    batch = otlp.decode_request(req)
+    assert otlp.decode_protobuf(req.SerializeToString()) == batch
+    want = [encode(r) for r in records(batch)]
+    for form, body in json_forms(req).items():
+        got = otlp.decode_json(body)
+        assert (got.rejected, got.errors) == (batch.rejected, batch.errors), form
+        assert got == batch, form
+        assert [encode(r) for r in records(got)] == want, form
+    assert batch.rejected == len(batch.errors)
     return batch
-
-
-def set_value(v: AnyValue, value) -> None:
-    if isinstance(value, bool):
-        v.bool_value = value
-    elif isinstance(value, int):
-        v.int_value = value
-    elif isinstance(value, float):
-        v.double_value = value
-    elif isinstance(value, bytes):
-        v.bytes_value = value
-    elif isinstance(value, str):
-        v.string_value = value
-    elif isinstance(value, list):
-        v.array_value.SetInParent()
-        for x in value:
-            set_value(v.array_value.values.add(), x)
-    elif isinstance(value, dict):
-        v.kvlist_value.SetInParent()
-        for k, x in value.items():
-            kv = v.kvlist_value.values.add()
-            kv.key = k
-            set_value(kv.value, x)
-    # None: the value is left unset
 
 
 def put(target, attrs) -> None:
     for key, value in attrs:
         kv = target.add()
         kv.key = key
-        set_value(kv.value, value)
+        otlp.encode_value(value, kv.value)
 
 
 def nested(depth: int):
@@ -194,37 +202,182 @@ def varied_request() -> ExportTraceServiceRequest:
     return req
 
 
-def test_varied_spans_give_the_same_records():
+def test_varied_spans_give_the_same_batch_in_both_encodings():
     batch = assert_same(varied_request())
     assert batch.rejected == 8 and len(batch.spans) == 8
-    assert [r.ended is None for r in batch.spans].count(True) == 1  # the interrupted one stays open
-    assert {b.text for r in batch.spans for b in r.blobs} == {"a text the tool saw", "still stored"}
+    assert batch.errors == [
+        "span 0202020202020202: attribute value nested too deeply",  # in a valid link
+        "span 1111111111111111: trace id must be 32 hex characters",
+        "span 1212121212121212: trace id is all zeros",
+        "span 010101010101010101: span id must be 16 hex characters",
+        "span 0000000000000000: span id is all zeros",
+        "span ?: trace id must be 32 hex characters",
+        "span 1313131313131313: attribute value nested too deeply",
+        "span 1414141414141414: attribute value nested too deeply",  # in an event
+    ]
     assert "nested too deeply" in batch.message and "(and 5 more)" in batch.message
+    by = {r.span_id: r for r in batch.spans}
+    root = by["01" * 8]
+    assert root.started.kind == KIND_SERVER and root.ended is not None and root.ended.status == "ok"
+    a = root.started.attributes
+    assert a["raw"] == "AP9ieXRlcw==" and a["unset"] is None and a["dup"] == "last wins" and "" not in a
+    assert a["map"] == {"k": {"deeper": [1, 2]}, "e": ""} and a["arr"] == [1, "two", [3.0, False]]
+    assert root.started.resource == {"service.name": "svc", "host.cpus": 4, "labels": ["a", "b"]}
+    assert root.started.scope == "scope-a"
+    failed = by["03" * 8]  # ends before it starts: read as ending at its start; the error told by its exception
+    assert (failed.end_ns, failed.ended.end_ns, failed.ended.error) == (40, 40, "ValueError: bad\nsecond line")
+    assert failed.ended.links == [] and [b.text for b in failed.blobs] == ["a text the tool saw"]
+    assert by["04" * 8].started.parent_id is None and by["04" * 8].ended.error == "the status says why"
+    assert by["04" * 8].started.kind == KIND_CONSUMER
+    odd = by["05" * 8]  # an unknown status code reads as unset; a parent id of the wrong length as none
+    assert (odd.status, odd.error, odd.ended.error, odd.started.parent_id) == ("unset", "kept as sent, not shown",
+                                                                              None, None)  # fmt: skip
+    assert by["06" * 8].ended is None and [b.text for b in by["06" * 8].blobs] == ["still stored"]
+    assert by["07" * 8].ended is not None  # INTERRUPTED said as a string is not the flag
+    assert by["21" * 8].started.resource == {} and by["21" * 8].started.scope is None
+    assert by["21" * 8].end_ns == (1 << 64) - 1
+
+
+def sdk_request() -> ExportTraceServiceRequest:
+    """Spans made by the official SDK, encoded by the OTLP exporters' encoder: every span kind,
+    attribute values of every type, events (an exception, a text a model call was sent), links,
+    error and ok statuses, two resources."""
+    requests = []
+    for service in ("agent", "gateway"):
+        sink = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource.create({"service.name": service, "service.instance.id": "i-1"}))
+        provider.add_span_processor(SimpleSpanProcessor(sink))
+        tracer = provider.get_tracer(f"{service}-scope")
+        attrs = {"s": "text", "b": True, "i": -7, "f": 2.5, "strs": ["a", "b"], "ints": [1, 2], "bools": [True],
+                 "floats": [0.5], "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": service}  # fmt: skip
+        with tracer.start_as_current_span(f"invoke_agent {service}", kind=SpanKind.SERVER, attributes=attrs) as root:
+            for kind in SpanKind:
+                link = Link(root.get_span_context(), {"why": "follows"})
+                with tracer.start_as_current_span(f"child {kind.name}", kind=kind, links=[link]):
+                    pass
+            with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}) as chat:
+                text = "what the model was sent"
+                chat.add_event(BLOB_EVENT, {"hash": hashlib.sha256(text.encode()).hexdigest(), "text": text})
+                chat.add_event("log", {"n": 3}, timestamp=12345)
+                chat.set_status(Status(StatusCode.OK))
+            try:
+                with tracer.start_as_current_span("execute_tool t"):
+                    raise ValueError("the tool broke")
+            except ValueError:
+                pass
+            root.set_status(Status(StatusCode.ERROR, "said so"))
+        requests.append(encode_spans(sink.get_finished_spans()))
+    req = ExportTraceServiceRequest()
+    for r in requests:
+        req.resource_spans.extend(r.resource_spans)
+    return req
+
+
+def test_spans_of_the_official_sdk_give_the_same_batch_in_both_encodings():
+    batch = assert_same(sdk_request())
+    assert batch.rejected == 0 and len(batch.spans) == 2 * (len(SpanKind) + 3)
+    kinds = {r.started.name: r.started.kind for r in batch.spans}
+    assert kinds["child INTERNAL"] == KIND_INTERNAL and kinds["child CLIENT"] == KIND_CLIENT
+    assert kinds["child CONSUMER"] == KIND_CONSUMER and kinds["chat m"] == KIND_INTERNAL
+    tool = next(r for r in batch.spans if r.started.name == "execute_tool t")
+    assert tool.ended.error == "ValueError: the tool broke"
+    chat = next(r for r in batch.spans if r.started.name == "chat m")
+    assert [b.text for b in chat.blobs] == ["what the model was sent"]
+    assert [e.name for e in chat.ended.events] == ["log"]  # the texts ride as blobs, not as events
+    child = next(r for r in batch.spans if r.started.name == "child SERVER")
+    assert [(lk.span_id, lk.attributes) for lk in child.ended.links] == [(child.started.parent_id, {"why": "follows"})]
+    assert {r.started.service for r in batch.spans} == {"agent", "gateway"}
 
 
 def test_an_empty_request_and_a_body_that_is_not_a_request():
     assert_same(ExportTraceServiceRequest())
-    assert otlp_events.decode_protobuf(b"") == otlp_events.Batch([])
+    assert otlp.decode_protobuf(b"") == Batch([])
     for body in (b"\xff\xff\xff", b"\x0a\x05abc", varied_request().SerializeToString()[:-3]):
-        with pytest.raises(ValueError, match="not an OTLP protobuf trace request") as new:
-            otlp_events.decode_protobuf(body)
-        with pytest.raises(ValueError) as old:
+        with pytest.raises(BadInput, match="not an OTLP protobuf trace request"):
             otlp.decode_protobuf(body)
-        assert str(new.value) == str(old.value)
+    assert otlp.decode_json(b"{}") == otlp.decode_json(b'{"resourceSpans": []}') == Batch([])
+    for body in (b"", b"not json", b"[]", b'"text"', b'{"resourceSpans": 5}', b'{"resourceSpans": [5]}',
+                 b'{"resourceSpans": [{"scopeSpans": {}}]}', b'{"resourceSpans": [{"scopeSpans": [{"spans": 1}]}]}',
+                 b'{"resourceSpans": []}\n\xff', b'\xef\xbb\xbf{}', '{"x": "\u00e9"}'.encode("latin-1")):  # fmt: skip
+        with pytest.raises(BadInput, match="not OTLP/JSON"):
+            otlp.decode_json(body)
 
 
-def test_serialized_round_trip_equals_the_old_path():
-    body = varied_request().SerializeToString()
-    req = ExportTraceServiceRequest.FromString(body)
-    assert otlp_events.decode_protobuf(body) == otlp_events.decode_request(req)
-    assert_same(req)
+def one_span(**fields) -> bytes:
+    span = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "s", "startTimeUnixNano": "10",
+            "endTimeUnixNano": "20", **fields}  # fmt: skip
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
 
 
-def test_from_spans_is_to_records():
-    spans = otlp.decode_request(varied_request()).spans
-    batch = otlp_events.from_spans(spans, 2, ["x", "y"])
-    assert otlp_events.records(batch) == [rec for sp in spans for rec in to_records(sp)]
-    assert (batch.rejected, batch.errors) == (2, ["x", "y"])
+def test_json_ids_are_exact_hex_or_base64():
+    ok = otlp.decode_json(one_span(traceId="AB" * 16, spanId="0A" * 8, parentSpanId="0B" * 8))
+    assert [(r.trace_id, r.span_id, r.started.parent_id) for r in ok.spans] == [("ab" * 16, "0a" * 8, "0b" * 8)]
+    b64 = otlp.decode_json(one_span(traceId=base64.b64encode(TRACE).decode(), spanId="AQIDBAUGBwg="))
+    assert [(r.trace_id, r.span_id) for r in b64.spans] == [("ab" * 16, "0102030405060708")]
+    bad = {
+        "aabb ccdd eeff00": "span id 'aabb ccdd eeff00' is neither hex nor base64",  # fromhex would skip the spaces
+        " aabbccddeeff0011": "is neither hex nor base64",
+        "aabbccddeeff001": "is neither hex nor base64",  # odd length
+        "aabbccddeeff00112": "is neither hex nor base64",
+        "aabbccddeeff0-11": "is neither hex nor base64",
+        "aabbccddeeff0g11": "span id must be 16 hex characters",  # base64, of 12 bytes
+        "aabbccddeeff00": "span id must be 16 hex characters",
+        "0" * 16: "span id is all zeros",
+        "AAAAAAAAAAA=": "span id is all zeros",  # base64 of eight zero bytes
+        "": "span id must be 16 hex characters",
+    }
+    for value, reason in bad.items():
+        got = otlp.decode_json(one_span(spanId=value))
+        assert got.spans == [] and got.rejected == 1 and reason in got.errors[0], (value, got.errors)
+    for value in (12, ["01"], {"id": 1}):
+        assert otlp.decode_json(one_span(spanId=value)).errors == ["span ?: span id must be a string"]
+    assert otlp.decode_json(one_span(traceId="0" * 32)).errors == ["span 0101010101010101: trace id is all zeros"]
+    for parent in ("aabb ccdd eeff0011", "0" * 16, "01" * 9, 5):  # a broken parent link: kept, as a root
+        assert [r.started.parent_id for r in otlp.decode_json(one_span(parentSpanId=parent)).spans] == [None]
+    links = [{"traceId": "cd" * 16, "spanId": "02" * 8}, {"traceId": "cd" * 16, "spanId": "0" * 16},
+             {"traceId": "cd cd" * 8, "spanId": "02" * 8}, {"traceId": "cd" * 16}, "not a link"]  # fmt: skip
+    (r,) = otlp.decode_json(one_span(links=links)).spans
+    assert [(lk.trace_id, lk.span_id) for lk in r.ended.links] == [("cd" * 16, "02" * 8)]
+
+
+def test_json_times_are_non_negative_integers():
+    assert [r.start_ns for r in otlp.decode_json(one_span(startTimeUnixNano=10, endTimeUnixNano=None)).spans] == [10]
+    top = str((1 << 64) - 1)
+    assert [r.end_ns for r in otlp.decode_json(one_span(endTimeUnixNano=top)).spans] == [(1 << 64) - 1]
+    for value in (-1, "-1", str(1 << 64), 1 << 64, 1.5, "1.5", "1e3", "\u0661\u0662", " 12", True, [1]):
+        got = otlp.decode_json(one_span(startTimeUnixNano=value))
+        assert got.errors == ["span 0101010101010101: start time must be a non-negative integer below 2**64"], value
+    got = otlp.decode_json(one_span(events=[{"name": "e", "timeUnixNano": "-5"}]))
+    assert got.errors == ["span 0101010101010101: event time must be a non-negative integer below 2**64"]
+
+
+def test_span_kinds_read_the_same_in_both_encodings():
+    req = ExportTraceServiceRequest()
+    ss = req.resource_spans.add().scope_spans.add()
+    for kind in range(8):
+        sp = ss.spans.add()
+        sp.trace_id, sp.span_id, sp.name, sp.kind = TRACE, bytes([kind + 1]) * 8, f"k{kind}", kind
+    batch = assert_same(req)
+    assert [r.started.kind for r in batch.spans] == [1, 1, 2, 3, 4, 5, 1, 1]  # unspecified and unknown: internal
+    named = otlp.decode_json(one_span(kind="SPAN_KIND_PRODUCER")), otlp.decode_json(one_span(kind="nonsense"))
+    assert [b.spans[0].started.kind for b in named] == [4, 1]
+    for kind in (None, -3, 99, 2.0, True):
+        assert otlp.decode_json(one_span(kind=kind)).spans[0].started.kind == KIND_INTERNAL
+
+
+def test_json_attribute_values_the_protobuf_cannot_say():
+    def value(v):
+        (r,) = otlp.decode_json(one_span(attributes=[{"key": "k", "value": v}])).spans
+        return r.started.attributes["k"]
+
+    assert value({"intValue": "-12"}) == -12 and value({"intValue": 12}) == 12
+    assert value({"doubleValue": "Infinity"}) == float("inf") and value({"doubleValue": 3}) == 3.0
+    assert value({"stringValue": 5}) == "5" and value({"arrayValue": {}}) == [] and value({}) is None
+    for v in ({"intValue": "1.5"}, {"intValue": str(1 << 63)}, {"intValue": True}, {"doubleValue": "x"}):
+        assert otlp.decode_json(one_span(attributes=[{"key": "k", "value": v}])).rejected == 1, v
+    label = "span 0101010101010101: "
+    assert otlp.decode_json(one_span(attributes={"k": "v"})).errors == [label + "attributes must be a list"]
+    assert otlp.decode_json(one_span(events=[1])).errors == [label + "an event is not an object"]
 
 
 # ---- property: any request the strategies make ---------------------------------------------
@@ -289,10 +442,10 @@ def build(resource_list) -> ExportTraceServiceRequest:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resources)
-def test_any_request_gives_the_same_records(resource_list):
+def test_any_request_gives_the_same_batch_in_both_encodings(resource_list):
     req = build(resource_list)
-    assert_same(req)
-    assert_same(ExportTraceServiceRequest.FromString(req.SerializeToString()))
+    batch = assert_same(req)
+    assert batch == otlp.decode_request(ExportTraceServiceRequest.FromString(req.SerializeToString()))
 
 
 # ---- the receiver: the same log, fold and index whichever way a request comes in -----------------
@@ -302,43 +455,61 @@ def dump(index: Index) -> dict[str, list]:
                 for t in ("spans", "calls", "traces", "blobs")}  # fmt: skip
 
 
-def test_receiver_log_fold_and_index_are_the_same_as_from_spandata(tmp_path):
-    requests = [varied_request(), build([([("service.name", "b")], [("s", [
+def test_receiver_log_fold_and_index_are_the_same_in_both_encodings(tmp_path):
+    requests = [varied_request(), sdk_request(), build([([("service.name", "b")], [("s", [
         (TRACE, b"\x31" * 8, b"\x01" * 8, "chat late", 5, 6, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
     ])])])]  # fmt: skip
     by = {}
-    for how in ("protobuf", "spandata", "json"):
+    for how in ("protobuf", "json", "batch"):
         rx = Receiver(tmp_path / how / "log.jsonl")
         for req in requests:
             if how == "protobuf":
                 rx.ingest(rx.decode(req.SerializeToString(), "application/x-protobuf"))
-            elif how == "spandata":  # a Decoded of SpanData, as other callers of ingest() pass
+            elif how == "json":
+                rx.ingest(rx.decode(json.dumps(spec_json(req)).encode(), "application/json; charset=utf-8"))
+            else:  # a batch decoded elsewhere (gRPC parses the request itself)
                 rx.ingest(otlp.decode_request(req))
-            elif req is requests[-1]:  # OTLP/JSON goes through SpanData, then the same records (no inf in JSON)
-                spans = otlp.decode_request(req).spans
-                rx.ingest(rx.decode(json.dumps(otlp.encode_json(spans)).encode(), "application/json"))
         views = {k: rx.projection.session_tree(k) for k in rx.projection.sessions()}
         index = dump(rx.index)
         rx.close()
         lines = (tmp_path / how / "log.jsonl").read_bytes().split(b"\n")[1:]  # past the header
         by[how] = (lines, views, index)
-    # what decoding to SpanData, sorting by start and to_records wrote, one record a line
+    assert by["json"] == by["protobuf"] == by["batch"]
+    # each request's records, its spans sorted by start, one record a line
     expected = []
     for req in requests:
-        spans = sorted(otlp.decode_request(req).spans, key=lambda sp: (sp.start_ns, sp.span_id))
-        expected += [encode(rec) for sp in spans for rec in to_records(sp)]
+        spans = sorted(otlp.decode_request(req).spans, key=lambda r: (r.start_ns, r.span_id))
+        expected += [encode(rec) for rec in records(Batch(spans))]
     assert b"\n".join(by["protobuf"][0]) == b"".join(expected)
-    assert by["spandata"] == by["protobuf"]
     # the kinds and function names the receiver took from the fold are what the index works out
     ref = Index(None)
     for req in requests:
-        ref.add([(sp, None, None) for sp in otlp.decode_request(req).spans], {})
+        ref.add_received([(r, None, None) for r in otlp.decode_request(req).spans], {})
     got, want = by["protobuf"][2], dump(ref)
     assert got["spans"] == want["spans"] and got["traces"] == want["traces"]
     with ref._lock:
         calls = ref._db.execute("SELECT function, call_path, resolved FROM calls ORDER BY span_id").fetchall()
     assert calls and len(got["calls"]) == len(calls)
-    assert by["protobuf"][1] and by["json"][1]  # trees to compare, and the JSON path folds too
+    assert by["protobuf"][1]  # trees to compare
+
+
+def test_a_body_that_is_not_a_request_is_refused_and_nothing_kept(tmp_path):
+    rx = Receiver(tmp_path / "log.jsonl")
+    try:
+        for body, ctype in ((b"\xff\xfe", "application/json"), (b"{", "application/json"),
+                            (b"\xff\xff\xff", "application/x-protobuf")):  # fmt: skip
+            with pytest.raises(ValueError):
+                rx.decode(body, ctype)
+        assert rx.projection.sessions() == []
+    finally:
+        rx.close()
+
+
+def as_span_data(r) -> SpanData:
+    """A received span as a complete span (what the index's rebuild from a log makes)."""
+    st = r.started
+    return SpanData(r.trace_id, r.span_id, st.parent_id, st.name, r.start_ns, r.end_ns, st.attributes, r.status,
+                    r.error, resource=st.resource)  # fmt: skip
 
 
 def test_index_rows_are_the_same_from_spandata_and_from_received():
@@ -363,8 +534,9 @@ def test_index_rows_are_the_same_from_spandata_and_from_received():
     ])])]))  # fmt: skip
     old, new = Index(None), Index(None)
     for req in reqs:
-        old.add([(sp, 1, 2) for sp in otlp.decode_request(req).spans], {"h": (3, 4)})
-        new.add_received([(r, 1, 2) for r in otlp_events.decode_request(req).spans], {"h": (3, 4)})
+        batch = otlp.decode_request(req)
+        old.add([(as_span_data(r), 1, 2) for r in batch.spans], {"h": (3, 4)})
+        new.add_received([(r, 1, 2) for r in batch.spans], {"h": (3, 4)})
     assert dump(old) == dump(new)
     calls = {c["span_id"]: c for c in new.calls()[1]}
     assert calls["43" * 8]["call_path"] == "root → step" and calls["43" * 8]["function"] == "step"
@@ -422,7 +594,7 @@ def test_a_refused_write_loses_nothing(tmp_path, monkeypatch):
     replayed = Projection.from_log(log, recover=False)
     assert {k: replayed.session_tree(k) for k in replayed.sessions()} == live
     spans = {r.span_id for r in read_log(log) if type(r).__name__ == "SpanStarted"}
-    assert {r.span_id for r in otlp_events.decode_request(first).spans} <= spans
+    assert {r.span_id for r in otlp.decode_request(first).spans} <= spans
     assert "51" * 8 in spans
 
 
