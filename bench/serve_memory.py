@@ -8,8 +8,8 @@ sends OTLP/protobuf requests of ``--batch`` spans (traces of ``--trace-spans`` s
 like an agent: nested agentic calls with model and tool calls under them) over one keep-alive
 connection. The request body is encoded once; every request then gets fresh trace and span
 ids by replacing a marker inside the ids with the request's number (same length, so the
-protobuf stays valid). Afterwards it reads back an evicted trace and an evicted span through
-the API and reports how long the fold-back took.
+protobuf stays valid). Afterwards it waits for the index to catch up with the log, and reads
+back the first trace and one of its spans through the API (folded from the log on read).
 
     python bench/serve_memory.py [--spans 1000000] [--batch 1000] [--trace-spans 10]
 """
@@ -40,9 +40,9 @@ CHECKPOINT = 100_000
 def serve(log_path: str, max_traces: int) -> None:
     """The server process: print the port, serve until stdin closes."""
     from callctx.serve import Receiver, serve_http
-    from callctx.serve.receiver import DEFAULT_MAX_TRACES
+    from callctx.store.local import DEFAULT_MAX_TREES
 
-    rx = Receiver(log_path, max_traces=max_traces or DEFAULT_MAX_TRACES)
+    rx = Receiver(log_path, max_trees=max_traces or DEFAULT_MAX_TREES)
     server = serve_http(rx, "127.0.0.1", 0)
     print(server.server_port, flush=True)
     sys.stdin.read()
@@ -145,8 +145,13 @@ def main() -> None:
                 print(f"  {sent:>9,} spans  {elapsed:7.1f} s  {sent / elapsed:8,.0f} spans/s  "
                       f"RSS {marks[-1][2] / 1024:7.1f} MiB")  # fmt: skip
         total = time.perf_counter() - t0
-        status, data, _ = get(conn, "/health")
-        health = json.loads(data)
+        health = {}
+        while time.perf_counter() - t0 < total + 600:  # the index catches up with the log
+            health = json.loads(get(conn, "/health")[1])
+            if health["indexed_spans"] >= sent:
+                break
+            time.sleep(0.2)
+        caught_up = time.perf_counter() - t0
         first = next((m for m in marks if m[0] >= CHECKPOINT), marks[0])
         last = marks[-1]
         ratio = last[2] / first[2]
@@ -156,18 +161,19 @@ def main() -> None:
               f"after {last[0]:,}: {last[2] / 1024:.1f} MiB; ratio {ratio:.3f} (target <= 1.25)")  # fmt: skip
         print(f"ingest: {sent / total:,.0f} spans/s overall ({sent:,} spans in {total:.1f} s)")
         log_size = os.path.getsize(folder / "received.jsonl")
-        print(f"server: {health['traces_in_memory']:,} trees in memory, {health['traces_evicted']:,} evicted, "
-              f"{health['spans_in_memory']:,} spans in memory; event log {log_size:,} bytes")  # fmt: skip
-        # read back what left memory: the first request's first trace and one of its spans
+        print(f"server: {health['traces']:,} trees, {health['indexed_spans']:,} spans indexed "
+              f"({caught_up - total:.1f} s after the last request); event log {log_size:,} bytes, RSS "
+              f"{rss_kb(proc.pid) / 1024:.1f} MiB")  # fmt: skip
+        # read back the first request's first trace and one of its spans, folded from the log
         old_trace = (struct.pack(">Q", 1) + bytes.fromhex(trace_ids[0])[8:]).hex()
         old_span = (struct.pack(">I", 1) + bytes.fromhex(span_ids[2])[4:]).hex()
         status, data, spent = get(conn, f"/api/traces/{old_trace}/tree")
-        print(f"evicted trace read back: HTTP {status}, {len(data):,} bytes in {spent * 1000:.1f} ms")
+        print(f"first trace read back: HTTP {status}, {len(data):,} bytes in {spent * 1000:.1f} ms")
         status, data, spent = get(conn, f"/api/spans/{old_span}/tree")
-        print(f"evicted span read back:  HTTP {status}, {len(data):,} bytes in {spent * 1000:.1f} ms")
+        print(f"first span read back:  HTTP {status}, {len(data):,} bytes in {spent * 1000:.1f} ms")
         status, data, spent = get(conn, "/api/traces")
-        listed = len(json.loads(data)["traces"]) if status == 200 else 0
-        print(f"/api/traces: HTTP {status}, {listed:,} trees listed in {spent * 1000:.0f} ms")
+        listed = json.loads(data)["total"] if status == 200 else 0
+        print(f"/api/traces: HTTP {status}, a page of {listed:,} trees in {spent * 1000:.0f} ms")
         conn.close()
     finally:
         if proc.stdin:

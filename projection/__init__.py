@@ -2,7 +2,8 @@
 
 from .events import Event, SpanEnded, SpanStarted
 from .fold import Projection
-from .log import EventLog, LogError, read_log
+from .log import EventLog, LogError
+from .log_reader import read_log
 from .view import CallInfo, TreeView
 
 __all__ = [

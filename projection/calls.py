@@ -1,51 +1,99 @@
-"""The model calls a log recorded: our own ``chat`` spans, each with the manifest of what it
-was sent, and the model calls other instrumentations traced (OpenInference ``LLM``, GenAI
-``chat`` / ``text_completion`` / ``generate_content``, Langfuse ``generation``, OpenLLMetry
-LLM spans), with the texts the manifests point to.
+"""A model call as every reader lists it, its usage, its status, and how calls are numbered.
 
-A call runs in the function of its nearest agentic ancestor (none: a top-level turn). Usage
-is read from a span's start and end attributes alike: a span that arrived whole (OTLP, a
-file) carries everything on its start record.
+One shape, :class:`ModelCall`, for callctx's own ``chat`` spans (they carry a manifest of
+what they were sent, so their request is rebuilt and hash-verified) and for the model calls
+other instrumentations trace (OpenInference ``LLM``, GenAI ``chat`` / ``text_completion`` /
+``generate_content``, Langfuse ``generation``, OpenLLMetry LLM spans: their messages are
+reconstructed from the span, not verified).
+
+Numbering: calls are numbered from 1 in the order they started, then by span id
+(:func:`call_order`), over everything a log or store holds. A call that arrives late with an
+earlier start renumbers the ones after it, as a fresh read would; a store answers with the
+same order (``ORDER BY start_ns, span_id``).
+
+A call runs in the function of its nearest agentic ancestor (:mod:`callctx.projection.ancestry`);
+none: a top-level turn.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import msgspec
 
 from . import schema as s
-from .dialects import classify, function_name
-from .events import Blob, Record, SpanEnded, SpanStarted
 from .llm import model_of, provider_of, usage_of
-from .log import Damage, read_log
+
+RunStatus = Literal["running", "ok", "error", "interrupted"]
+"""Where a span, a call or a tree stands for a reader: still running, ended well, ended in an
+error, or never ended and never will (its writer is gone, or the log says it was cut off)."""
+
+RUN_STATUSES: tuple[RunStatus, ...] = ("running", "ok", "error", "interrupted")
 
 
-class ModelCall(msgspec.Struct):
-    """One model call, numbered from 1 in the order the calls started.
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Tokens of one model call, as its span reports them (None: not reported).
 
-    ``manifest`` is set for callctx's own calls (rebuilt and hash-verified from the log);
-    a call another instrumentation traced has none, and keeps its span's ``attributes`` so
-    its messages can be reconstructed (not verified)."""
+    ``input`` is the provider's input count as the span carries it: callctx's own calls and
+    OpenAI-style providers count cached tokens in it; some instrumentations of Anthropic do not.
+    """
 
-    index: int
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+
+    @classmethod
+    def of(cls, *layers: Mapping[str, Any]) -> Usage:
+        """The usage a span's attributes report (later layers win: pass start, then end)."""
+        found = usage_of(*layers)
+        return cls(found.get("input"), found.get("output"), found.get("cache_read"), found.get("cache_write"))
+
+    def plus(self, other: Usage) -> Usage:
+        """Both added up (a field reported by neither stays None)."""
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return b if a is None else a if b is None else a + b
+
+        return Usage(
+            add(self.input, other.input),
+            add(self.output, other.output),
+            add(self.cache_read, other.cache_read),
+            add(self.cache_write, other.cache_write),
+        )
+
+    def counts(self) -> dict[str, int]:
+        """The reported fields, by name (what the read API and the page show)."""
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
+
+
+class ModelCall(msgspec.Struct, kw_only=True):
+    """One model call, numbered from 1 in start order (:func:`call_order`).
+
+    ``manifest`` is set for callctx's own calls (rebuilt and hash-verified); a call another
+    instrumentation traced has none (its context is reconstructed from its span). ``path`` is
+    the functions of the agentic calls it ran under, the outermost first; ``function`` the
+    innermost of them (None: a top-level turn). ``tree`` is the session or trace it belongs to.
+    """
+
+    index: int = 0
     trace_id: str
     span_id: str
-    parent_id: str | None
+    parent_id: str | None = None
     start_ns: int
     end_ns: int | None = None
     provider: str | None = None
     model: str | None = None
     function: str | None = None
-    call_path: str | None = None
+    path: list[str] = msgspec.field(default_factory=list)
     manifest: str | None = None
-    status: Literal["running", "ok", "error"] = "running"
+    status: RunStatus = "running"
     error: str | None = None
-    usage: dict[str, int] = msgspec.field(default_factory=dict)
+    usage: Usage = msgspec.field(default_factory=Usage)
     service: str | None = None
-    attributes: dict[str, Any] | None = None  # foreign calls only: start and end attributes merged
+    session: str | None = None
+    tree: str | None = None
 
     @property
     def foreign(self) -> bool:
@@ -53,139 +101,74 @@ class ModelCall(msgspec.Struct):
         return self.manifest is None
 
     @property
+    def call_path(self) -> str | None:
+        """The path as a person reads it: ``research → read``."""
+        return " → ".join(self.path) if self.path else None
+
+    @property
     def latency_ms(self) -> float | None:
         return (self.end_ns - self.start_ns) / 1e6 if self.end_ns is not None else None
 
 
-class SpanInfo(msgspec.Struct):
-    """What a ledger keeps of one span: its place, kind and displayed name, its records."""
-
-    parent_id: str | None
-    kind: str
-    function: str
-    start: SpanStarted
-    end: SpanEnded | None = None
+def call_order(call: ModelCall) -> tuple[int, str]:
+    """The key calls are numbered by: start time, then span id."""
+    return call.start_ns, call.span_id
 
 
-class CallLedger:
-    """The model calls of a stream of records, kept up to date as records arrive (a log being
-    written, a live receiver). :func:`calls_of` is one pass of it.
-
-    Calls are numbered from 1 in start order (then span id), over the whole stream: a call
-    that arrives late with an earlier start renumbers the ones after it, as a fresh read of
-    the log would. Threading: not thread-safe; callers serialise ``add`` and reads.
-    """
-
-    def __init__(self) -> None:
-        self.spans: dict[str, SpanInfo] = {}
-        self.blobs: dict[str, str] = {}
-        self._ends: dict[str, SpanEnded] = {}  # ends whose start has not arrived
-        self._llm: list[str] = []  # model-call span ids, unordered
-        self._calls: list[ModelCall] | None = None
-        self._by_span: dict[str, ModelCall] = {}
-
-    def add(self, rec: Record) -> None:
-        t = type(rec)
-        if t is Blob:
-            self.blobs[rec.hash] = rec.text  # type: ignore[union-attr]
-        elif t is SpanStarted:
-            sid = rec.span_id  # type: ignore[union-attr]
-            if sid not in self.spans:
-                a = rec.attributes  # type: ignore[union-attr]
-                kind = classify(rec.name, a)  # type: ignore[union-attr]
-                info = SpanInfo(rec.parent_id, kind, function_name(rec.name, kind, a), rec)  # type: ignore[union-attr,arg-type]
-                info.end = self._ends.pop(sid, None)
-                self.spans[sid] = info
-                if kind == "llm":
-                    self._llm.append(sid)
-                self._calls = None
-        elif t is SpanEnded:
-            sid = rec.span_id  # type: ignore[union-attr]
-            info = self.spans.get(sid)
-            if info is None:
-                self._ends.setdefault(sid, rec)  # type: ignore[arg-type]
-            elif info.end is None:
-                info.end = rec  # type: ignore[assignment]
-                if info.kind == "llm":
-                    self._by_span.pop(sid, None)
-                self._calls = None
-
-    def calls(self) -> list[ModelCall]:
-        """Every model call so far, numbered. The list and its calls are rebuilt only for
-        what changed since the last read; treat them as read-only."""
-        if self._calls is None:
-            out = []
-            for sid in self._llm:
-                call = self._by_span.get(sid)
-                if call is None or (call.manifest is None and call.function is None):
-                    call = self._by_span[sid] = self._call(sid, self.spans[sid])
-                out.append(call)
-            out.sort(key=lambda c: (c.start_ns, c.span_id))
-            for i, call in enumerate(out, start=1):
-                call.index = i
-            self._calls = out
-        return self._calls
-
-    def _call(self, span_id: str, sp: SpanInfo) -> ModelCall:
-        start, end = sp.start, sp.end
-        a = start.attributes
-        end_attrs = end.attributes if end is not None else {}
-        ours = a.get(s.CONTEXT)
-        call = ModelCall(
-            index=0,
-            trace_id=start.trace_id,
-            span_id=span_id,
-            parent_id=start.parent_id,
-            start_ns=start.start_ns,
-            end_ns=end.end_ns if end is not None else None,
-            provider=provider_of(a, end_attrs),
-            model=model_of(a, end_attrs),
-            function=a.get(s.FUNCTION) if ours else _caller(self.spans, start.parent_id),
-            call_path=a.get(s.CALL_PATH) if ours else _path(self.spans, start.parent_id),
-            manifest=ours if isinstance(ours, str) else None,
-            usage=usage_of(a, end_attrs),
-            service=start.service,
-            attributes=None if isinstance(ours, str) else {**a, **end_attrs},
-        )
-        if end is not None:
-            call.status = "error" if end.status == "error" else "ok"
-            call.error = end.error
-        return call
+def number(calls: Iterable[ModelCall]) -> list[ModelCall]:
+    """``calls`` sorted by :func:`call_order` and numbered from 1 (in place)."""
+    out = sorted(calls, key=call_order)
+    for i, call in enumerate(out, start=1):
+        call.index = i
+    return out
 
 
-def calls_of(records: Iterable[Record]) -> tuple[list[ModelCall], dict[str, str]]:
-    """(the model calls, the stored texts by hash) of a stream of records."""
-    ledger = CallLedger()
-    for rec in records:
-        ledger.add(rec)
-    return ledger.calls(), ledger.blobs
+def model_call(
+    *,
+    trace_id: str,
+    span_id: str,
+    parent_id: str | None,
+    start_ns: int,
+    start: Mapping[str, Any],
+    end: Mapping[str, Any] | None = None,
+    end_ns: int | None = None,
+    status: RunStatus = "running",
+    error: str | None = None,
+    service: str | None = None,
+    session: str | None = None,
+) -> ModelCall:
+    """A model call from its span: the start's attributes and, once it ended, the end's.
+
+    For callctx's own calls, the function and path are the ones the runtime recorded on the
+    span; for others, the caller resolves them from the span's ancestors
+    (:func:`callctx.projection.ancestry.agentic_chain`)."""
+    end_attrs = end or {}
+    ours = start.get(s.CONTEXT)
+    path: list[str] = []
+    function = None
+    if isinstance(ours, str):
+        fn = start.get(s.FUNCTION)
+        function = fn if isinstance(fn, str) else None
+        recorded = start.get(s.CALL_PATH)
+        if isinstance(recorded, str) and recorded:
+            path = recorded.split(" → ")
+    return ModelCall(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        provider=provider_of(start, end_attrs),
+        model=model_of(start, end_attrs),
+        function=function,
+        path=path,
+        manifest=ours if isinstance(ours, str) else None,
+        status=status,
+        error=error,
+        usage=Usage.of(start, end_attrs),
+        service=service,
+        session=session,
+    )
 
 
-def _agentic_chain(spans: dict[str, SpanInfo], parent_id: str | None) -> list[str]:
-    """The functions of the agentic ancestors, nearest first (plain spans are transparent)."""
-    names: list[str] = []
-    seen: set[str] = set()
-    while parent_id is not None and parent_id in spans and parent_id not in seen:
-        seen.add(parent_id)
-        sp = spans[parent_id]
-        if sp.kind == "agentic":
-            names.append(sp.function)
-        parent_id = sp.parent_id
-    return names
-
-
-def _caller(spans: dict[str, SpanInfo], parent_id: str | None) -> str | None:
-    chain = _agentic_chain(spans, parent_id)
-    return chain[0] if chain else None
-
-
-def _path(spans: dict[str, SpanInfo], parent_id: str | None) -> str | None:
-    chain = _agentic_chain(spans, parent_id)
-    return " → ".join(reversed(chain)) if chain else None
-
-
-def read_calls(
-    path: str | os.PathLike[str], *, damage: list[Damage] | None = None
-) -> tuple[list[ModelCall], dict[str, str]]:
-    """(the model calls, the stored texts by hash) of a log."""
-    return calls_of(read_log(path, damage=damage))
+__all__ = ["RUN_STATUSES", "ModelCall", "RunStatus", "Usage", "call_order", "model_call", "number"]

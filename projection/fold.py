@@ -37,7 +37,8 @@ from . import schema as s
 from .dialects import classify, conversation, function_name, input_of, output_of
 from .events import Collapsed, Event, SpanEnded, SpanStarted
 from .llm import messages_of
-from .log import Damage, read_blocks, read_log
+from .log import Damage
+from .log_reader import read_blocks, read_log
 from .node import (
     ENDED,
     EXPOSE_NAMES,
@@ -176,68 +177,6 @@ class Projection:
         if not self.recovered:
             self.recovered = True
             self.generation += 1
-
-    # ---- forgetting --------------------------------------------------------------------------
-    def forget(self, keys: Iterable[str], span_ids: Iterable[str] = ()) -> int:
-        """Drop whole trees from memory (the event log keeps them); see :meth:`forget_locked`."""
-        with self.lock:
-            return self.forget_locked(keys, span_ids)
-
-    def forget_locked(self, keys: Iterable[str], span_ids: Iterable[str] = ()) -> int:
-        """Drop the trees ``keys``, every call listed under them, the spans ``span_ids`` (the
-        ones no list reaches: plain spans, hidden calls, spans that never started) and their
-        places in ``orphans``. Returns how many nodes went.
-
-        What stays is what the fold would hold had the forgotten spans' events never been
-        applied, provided the set is closed: every span of the traces whose calls the trees
-        list, and every tree those traces' calls are listed in (a receiver that forgets a
-        whole trace at a time gets this). Replaying the forgotten spans' events later brings
-        them back as they were. ``events`` is a count of what was applied and does not move.
-        """
-        gone: list[Node] = []
-        for key in keys:
-            tree = self.trees.pop(key, None)
-            if tree is None:
-                continue
-            stack = list(tree.top_calls)
-            while stack:
-                n = stack.pop()
-                gone.append(n)
-                if n.children:
-                    stack.extend(n.children)
-            tree.top_calls = []
-        nodes = self.nodes
-        for sid in span_ids:
-            n = nodes.get(sid)
-            if n is not None:
-                gone.append(n)
-        if not gone:
-            return 0
-        memo = self._renderer._memo
-        names = self._names
-        dropped: set[int] = set()
-        for n in gone:
-            if id(n) in dropped:
-                continue
-            dropped.add(id(n))
-            if nodes.get(n.span_id) is n:
-                del nodes[n.span_id]
-            memo.pop(n, None)
-            names.pop(n.trace_id, None)  # interning only: a later equal text interns afresh
-            conv = n.conv if n.extra else None
-            if conv is not None:
-                names.pop(conv, None)
-        if self.orphans:
-            for parent_id in list(self.orphans):
-                listed = self.orphans[parent_id]
-                waiting = [c for c in listed if id(c) not in dropped]
-                if not waiting:
-                    del self.orphans[parent_id]
-                elif len(waiting) < len(listed):
-                    self.orphans[parent_id] = waiting
-        for n in gone:  # nodes are not tracked by the cyclic collector: cut their links
-            n.unlink()
-        return len(dropped)
 
     # ---- the fold --------------------------------------------------------------------------
     def _node(self, span_id: str, trace_id: str) -> Node:

@@ -22,7 +22,7 @@ import msgspec
 from . import batch
 from . import schema as s
 from .events import DEFAULT_KIND, Blob, Record, SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, SpanStatus
-from .log import read_log
+from .log_reader import read_log
 from .manifest import ManifestError
 from .manifest import decode as decode_manifest
 from .schema import BLOB_EVENT, INTERRUPTED

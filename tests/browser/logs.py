@@ -11,7 +11,7 @@ import msgspec
 from callctx import setup
 from callctx.cli.research_agent import run
 from callctx.projection.events import Blob, LogHeader, SpanEnded, SpanStarted, encode
-from callctx.projection.log import read_log
+from callctx.projection.log_reader import read_log
 
 
 def demo_log(folder: Path) -> Path:

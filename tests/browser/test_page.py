@@ -20,7 +20,8 @@ from callctx.export.shaping import Shaper
 from callctx.models import ScriptedModel
 from callctx.serve import Receiver, serve_http
 from callctx.serve.http_server import serve_page
-from callctx.ui import LogStore, Views
+from callctx.store.local import LocalStore
+from callctx.ui import Views
 
 from .conftest import js_errors, screenshot, wait_for
 from .logs import demo_log, many_calls
@@ -35,8 +36,7 @@ class Page:
     """``callctx ui`` for one log, as the command serves it."""
 
     def __init__(self, log):
-        self.views = Views(LogStore(log))
-        self.views.store.refresh()
+        self.views = Views(LocalStore(log))
         self.server = serve_page(self.views, "127.0.0.1", 0, shape=Shaper().redact)
         self.base = f"http://127.0.0.1:{self.server.server_port}"
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 from helpers.cli import cli
+from helpers.stores import calls_in
 
 from callctx.cli.common import EXIT_INPUT, EXIT_MISMATCH
 from callctx.cli.main import main
 from callctx.cli.research_agent import run
 from callctx.components import wire
-from callctx.projection.calls import read_calls
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_tampered_log_fails_loudly(demo_log, tmp_path):
 
 def test_changed_manifest_fails_the_request_hash(demo_log, tmp_path):
     log, _ = demo_log
-    calls, _ = read_calls(log)
+    calls = calls_in(log)
     lines = log.read_text().splitlines(keepends=True)
     target = calls[1].span_id
     for i, line in enumerate(lines):
@@ -110,7 +110,7 @@ def test_demo_command_writes_the_log_and_an_otlp_file(tmp_path):
     assert "11 model calls" in out and "the full context of call 2 (_lit_decide)" in out
     assert "▲ cache breakpoint" in out and "<call_tree>" in out
     log = tmp_path / "events.jsonl"
-    calls, _ = read_calls(log)
+    calls = calls_in(log)
     assert len(calls) == 11
     otlp = json.loads((tmp_path / "trace.otlp.json").read_text())
     spans = [sp for rs in otlp["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]

@@ -96,9 +96,9 @@ def test_import_errors(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["otlp", "jaeger"])
 def test_import_writes_the_records_the_decoder_gives(demo_log, tmp_path, fmt):
+    from callctx.projection import read_log
     from callctx.projection.batch import Batch, records
     from callctx.projection.events import LogHeader
-    from callctx.projection.log import read_log
 
     spans = list(from_log(demo_log))
     if fmt == "otlp":

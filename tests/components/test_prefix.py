@@ -9,7 +9,7 @@ from helpers.trees import parse
 
 from callctx import agentic
 from callctx.projection import Projection
-from callctx.projection.log import read_log
+from callctx.projection.log_reader import read_log
 
 
 def _common_lines(a: str, b: str) -> int:

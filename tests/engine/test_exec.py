@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 from helpers.sdk import ANTHROPIC_TEXT, Capture, anthropic_client, anthropic_tool_use
+from helpers.stores import calls_in, rebuilt_calls
 from helpers.trees import find, parse
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -16,7 +17,7 @@ from callctx.engine.execute import OutputValidationError
 from callctx.models import ModelError, ScriptedModel, tool_call
 from callctx.models.anthropic import AnthropicMessages
 from callctx.projection import schema as s
-from callctx.projection.calls import read_calls
+from callctx.store.local import LocalStore
 
 
 @pytest.fixture
@@ -153,9 +154,10 @@ def test_provider_error_marks_spans_and_loses_nothing(runtime, spans):
     assert by_name["chat claude-sonnet-4-6"].status.status_code is StatusCode.ERROR
     assert by_name["invoke_agent ask"].status.status_code is StatusCode.ERROR
     runtime.close()
-    (call,), blobs = read_calls(runtime.log_path)
+    (call,) = calls_in(runtime.log_path)
     assert call.status == "error" and "429" in call.error
-    assert call.manifest and blobs  # what it tried to send is in the log
+    with LocalStore(runtime.log_path) as store:
+        assert call.manifest and store.recorded(call).texts  # what it tried to send is in the log
 
 
 def test_real_client_tool_loop_and_usage(runtime, spans):
@@ -222,12 +224,9 @@ def test_exchanges_are_recorded_for_replay(runtime, calls):
     script(runtime, f=[tool_call("word_count", text="x y"), "2"])
     f()
     assert isinstance(calls[1].body["messages"][1]["content"][0], dict)
-    from callctx.components import record
 
     runtime.close()
-    found, blobs = read_calls(runtime.log_path)
-    m = record.manifest(found[1].manifest)
-    _, exchanges = record.restore(m, blobs)
+    exchanges = rebuilt_calls(runtime.log_path)[1].exchanges
     assert isinstance(exchanges[1], ToolResults) and not isinstance(exchanges[0], UserNote)
 
 

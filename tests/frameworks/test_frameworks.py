@@ -16,11 +16,13 @@ import time
 import pytest
 from helpers.extras import ROOT, venv_python
 from helpers.fake_openai import ROUTES, FakeOpenAI
+from helpers.stores import all_calls
 from helpers.trees import find, parse
 
 from callctx.cli.main import main
-from callctx.projection.llm import messages_of
+from callctx.projection import Projection
 from callctx.serve import Receiver, serve_http
+from callctx.store.contexts import reconstruct
 
 FRAMEWORKS = {
     "openai_agents": {"service": "support-agent", "session": "support-session-1"},
@@ -57,13 +59,13 @@ def run(request, tmp_path_factory):
 
 
 def _settled(rx: Receiver, n_requests: int) -> bool:
-    calls, _ = rx.calls()
+    calls = all_calls(rx.store)
     return n_requests > 0 and len(calls) >= n_requests and all(c.status != "running" for c in calls)
 
 
 def test_every_request_is_a_call_with_the_usage_it_returned(run):
     name, rx, requests = run
-    calls, _ = rx.calls()
+    calls = all_calls(rx.store)
     assert len(calls) == len(requests) > 0
     for i, (call, req) in enumerate(zip(calls, requests, strict=True)):
         n = sum(1 for r in requests[:i] if r["path"] == req["path"])
@@ -71,9 +73,9 @@ def test_every_request_is_a_call_with_the_usage_it_returned(run):
         prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
         completion = usage.get("completion_tokens", usage.get("output_tokens"))
         details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
-        assert call.usage["input"] == prompt, (name, i)
-        assert call.usage["output"] == completion, (name, i)
-        assert call.usage.get("cache_read", 0) == details.get("cached_tokens", 0), (name, i)
+        assert call.usage.input == prompt, (name, i)
+        assert call.usage.output == completion, (name, i)
+        assert (call.usage.cache_read or 0) == details.get("cached_tokens", 0), (name, i)
         assert call.foreign and call.status == "ok" and call.model
         assert call.service == FRAMEWORKS[name]["service"]
         assert call.latency_ms is not None and call.latency_ms >= 0
@@ -97,9 +99,9 @@ def _sent_texts(body: dict) -> list[str]:
 
 def test_each_call_shows_the_messages_that_were_sent(run):
     name, rx, requests = run
-    calls, _ = rx.calls()
+    calls = all_calls(rx.store)
     for call, req in zip(calls, requests, strict=True):
-        rec = messages_of(call.attributes or {})
+        rec = reconstruct(rx.store.recorded(call)).messages
         shown = "\n".join([*rec.system, *(m.text for m in rec.messages)])
         for text in _sent_texts(req["body"]):
             assert text in shown, (name, call.index, text)
@@ -107,7 +109,8 @@ def test_each_call_shows_the_messages_that_were_sent(run):
 
 def test_the_tree_names_agents_nodes_and_tools_as_their_author_did(run):
     name, rx, _ = run
-    p = rx.projection
+    p = Projection.from_log(rx.log.path)
+    assert rx.store.tree(FRAMEWORKS[name]["session"]) == p.session_tree(FRAMEWORKS[name]["session"])
     session = FRAMEWORKS[name]["session"]
     tree = parse(p.session_tree(session))
     if name == "openai_agents":

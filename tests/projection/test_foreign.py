@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.stores import calls_in, log_of
 from helpers.trees import parse
 
 from callctx.cli.main import main
 from callctx.projection import Projection, jaeger
-from callctx.projection.calls import calls_of
 from callctx.projection.events import SpanEvent, SpanLink
 from callctx.projection.llm import messages_of
 from callctx.projection.otlp import decode_json, encode_json
 from callctx.projection.spans import SpanData, from_log, records
+from callctx.store.contexts import reconstruct
+from callctx.store.local import LocalStore
 
 T = "ab" * 16
 
@@ -76,22 +78,24 @@ def test_foreign_calls_are_calls_and_aggregates_are_not():
                                    "gen_ai.completion.0.content": "hi"}),
     ]  # fmt: skip
     spans[5].attributes["openinference.span.kind"] = "LLM"  # OpenLLMetry marks LLM spans as kind LLM too
-    calls, _ = calls_of(records(spans))
+    log = log_of(records(spans))
+    calls = calls_in(log)
     assert [(c.model, c.function, c.status) for c in calls] == [
         ("gpt-4o-mini", "Shopper", "error"),
         ("claude-sonnet-4-5", "Shopper", "ok"),
         ("gemini-2.5-flash", "Shopper", "ok"),
         ("gpt-4.1", "Shopper", "ok"),
     ]
-    assert calls[0].usage == {"input": 120, "output": 30, "cache_read": 64}
-    assert calls[1].usage == {"input": 50, "output": 5, "cache_write": 40} and calls[1].provider == "anthropic"
-    assert calls[2].usage == {"input": 7, "output": 3}
+    assert calls[0].usage.counts() == {"input": 120, "output": 30, "cache_read": 64}
+    assert calls[1].usage.counts() == {"input": 50, "output": 5, "cache_write": 40} and calls[1].provider == "anthropic"
+    assert calls[2].usage.counts() == {"input": 7, "output": 3}
     assert all(c.foreign and c.service == "shop-agent" and c.latency_ms == 0.0005 for c in calls)
-    assert 9999 not in [c.usage.get("input") for c in calls]
-    first = messages_of(calls[0].attributes)
-    assert first.system == ["You are terse."] and first.messages[0].text == "What is 2+2?"
-    assert first.output[0].text == "4"
-    assert [m.text for m in messages_of(calls[3].attributes).messages] == ["hello"]
+    assert 9999 not in [c.usage.input for c in calls]
+    with LocalStore(log) as store:
+        first = reconstruct(store.recorded(calls[0])).messages
+        assert first.system == ["You are terse."] and first.messages[0].text == "What is 2+2?"
+        assert first.output[0].text == "4"
+        assert [m.text for m in reconstruct(store.recorded(calls[3])).messages.messages] == ["hello"]
 
 
 @pytest.mark.parametrize("parts", [True, False])
@@ -145,8 +149,8 @@ def test_nothing_is_lost_through_the_log_export_and_import(tmp_path, fmt):
     assert fmt == "jaeger" or spans[0].links == again[0].links
     assert [e.name for e in spans[0].events] == ["exception"]
     assert spans[0].resource.get("service.instance.id") == "shop-agent-1"
-    calls, _ = calls_of(__import__("callctx.projection.log", fromlist=["read_log"]).read_log(back))
-    assert calls[0].usage == {"input": 12} and calls[0].service == "model-gateway"
+    calls = calls_in(back)
+    assert calls[0].usage.counts() == {"input": 12} and calls[0].service == "model-gateway"
 
 
 def test_otlp_json_and_jaeger_keep_resources_per_service():

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from callctx.projection.events import LogHeader, SpanStarted, encode
-from callctx.projection.log import EventLog, read_log
+from callctx.projection.log import EventLog
+from callctx.projection.log_reader import read_log
 
 HERE = Path(__file__).resolve().parent
 LARGE = {40: 1 << 20, 90: 1 << 19, 150: 1 << 18, 210: 3 << 16, 280: 1 << 16}  # index -> bytes: 2 MiB per writer

@@ -1,8 +1,7 @@
 """OTLP requests to records (``callctx.projection.otlp``): the protobuf and the OTLP/JSON decoders
 give the same batch, record for record, for the same request (hand-built, made by the official
 SDK and its OTLP encoder, or any request the strategies make), the same spans rejected for the
-same reasons; the checks at the edge (ids, times, kinds); and the receiver's log, fold and
-index the same whichever encoding a request came in."""
+same reasons; and the checks at the edge (ids, times, kinds)."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import json
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from helpers.otlp_requests import build, put
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -22,15 +22,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from callctx.projection import Projection, otlp, read_log
+from callctx.projection import otlp
 from callctx.projection.batch import Batch, records
 from callctx.projection.errors import BadInput
 from callctx.projection.events import KIND_CLIENT, KIND_CONSUMER, KIND_INTERNAL, KIND_SERVER, encode
 from callctx.projection.otlpjson import ids_to_hex
 from callctx.projection.schema import BLOB_EVENT, INTERRUPTED
-from callctx.projection.spans import SpanData
-from callctx.serve import Receiver
-from callctx.store.index import Index
 
 TRACE = bytes.fromhex("ab" * 16)
 _IDS = ("traceId", "spanId", "parentSpanId")
@@ -75,13 +72,6 @@ def assert_same(req: ExportTraceServiceRequest) -> Batch:
         assert [encode(r) for r in records(got)] == want, form
     assert batch.rejected == len(batch.errors)
     return batch
-
-
-def put(target, attrs) -> None:
-    for key, value in attrs:
-        kv = target.add()
-        kv.key = key
-        otlp.encode_value(value, kv.value)
 
 
 def nested(depth: int):
@@ -413,206 +403,9 @@ spans = st.lists(
 resources = st.lists(st.tuples(attrs, st.lists(st.tuples(st.text(max_size=5), spans), max_size=2)), max_size=3)
 
 
-def build(resource_list) -> ExportTraceServiceRequest:
-    req = ExportTraceServiceRequest()
-    for resource_attrs, scopes in resource_list:
-        rs = req.resource_spans.add()
-        put(rs.resource.attributes, resource_attrs)
-        for scope, span_list in scopes:
-            ss = rs.scope_spans.add()
-            ss.scope.name = scope
-            for tid, sid, pid, name, start, end, kind, code, message, span_attrs, evs, lks in span_list:
-                sp = ss.spans.add()
-                sp.trace_id, sp.span_id, sp.parent_span_id, sp.name = tid, sid, pid, name
-                sp.start_time_unix_nano, sp.end_time_unix_nano, sp.kind = start, end, kind
-                sp.status.code, sp.status.message = code, message
-                put(sp.attributes, span_attrs)
-                for ev_name, ev_time, ev_attrs, text in evs:
-                    ev = sp.events.add()
-                    ev.name, ev.time_unix_nano = ev_name, ev_time
-                    if ev_name == BLOB_EVENT and text:
-                        ev_attrs = [*ev_attrs, ("hash", hashlib.sha256(text.encode()).hexdigest()), ("text", text)]
-                    put(ev.attributes, ev_attrs)
-                for lt, ls, la in lks:
-                    lk = sp.links.add()
-                    lk.trace_id, lk.span_id = lt, ls
-                    put(lk.attributes, la)
-    return req
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resources)
 def test_any_request_gives_the_same_batch_in_both_encodings(resource_list):
     req = build(resource_list)
     batch = assert_same(req)
     assert batch == otlp.decode_request(ExportTraceServiceRequest.FromString(req.SerializeToString()))
-
-
-# ---- the receiver: the same log, fold and index whichever way a request comes in -----------------
-def dump(index: Index) -> dict[str, list]:
-    with index._lock:
-        return {t: sorted(map(repr, index._db.execute(f"SELECT * FROM {t}").fetchall()))
-                for t in ("spans", "calls", "traces", "blobs")}  # fmt: skip
-
-
-def test_receiver_log_fold_and_index_are_the_same_in_both_encodings(tmp_path):
-    requests = [varied_request(), sdk_request(), build([([("service.name", "b")], [("s", [
-        (TRACE, b"\x31" * 8, b"\x01" * 8, "chat late", 5, 6, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-    ])])])]  # fmt: skip
-    by = {}
-    for how in ("protobuf", "json", "batch"):
-        rx = Receiver(tmp_path / how / "log.jsonl")
-        for req in requests:
-            if how == "protobuf":
-                rx.ingest(rx.decode(req.SerializeToString(), "application/x-protobuf"))
-            elif how == "json":
-                rx.ingest(rx.decode(json.dumps(spec_json(req)).encode(), "application/json; charset=utf-8"))
-            else:  # a batch decoded elsewhere (gRPC parses the request itself)
-                rx.ingest(otlp.decode_request(req))
-        views = {k: rx.projection.session_tree(k) for k in rx.projection.sessions()}
-        index = dump(rx.index)
-        rx.close()
-        lines = (tmp_path / how / "log.jsonl").read_bytes().split(b"\n")[1:]  # past the header
-        by[how] = (lines, views, index)
-    assert by["json"] == by["protobuf"] == by["batch"]
-    # each request's records, its spans sorted by start, one record a line
-    expected = []
-    for req in requests:
-        spans = sorted(otlp.decode_request(req).spans, key=lambda r: (r.start_ns, r.span_id))
-        expected += [encode(rec) for rec in records(Batch(spans))]
-    assert b"\n".join(by["protobuf"][0]) == b"".join(expected)
-    # the kinds and function names the receiver took from the fold are what the index works out
-    ref = Index(None)
-    for req in requests:
-        ref.add_received([(r, None, None) for r in otlp.decode_request(req).spans], {})
-    got, want = by["protobuf"][2], dump(ref)
-    assert got["spans"] == want["spans"] and got["traces"] == want["traces"]
-    with ref._lock:
-        calls = ref._db.execute("SELECT function, call_path, resolved FROM calls ORDER BY span_id").fetchall()
-    assert calls and len(got["calls"]) == len(calls)
-    assert by["protobuf"][1]  # trees to compare
-
-
-def test_a_body_that_is_not_a_request_is_refused_and_nothing_kept(tmp_path):
-    rx = Receiver(tmp_path / "log.jsonl")
-    try:
-        for body, ctype in ((b"\xff\xfe", "application/json"), (b"{", "application/json"),
-                            (b"\xff\xff\xff", "application/x-protobuf")):  # fmt: skip
-            with pytest.raises(ValueError):
-                rx.decode(body, ctype)
-        assert rx.projection.sessions() == []
-    finally:
-        rx.close()
-
-
-def as_span_data(r) -> SpanData:
-    """A received span as a complete span (what the index's rebuild from a log makes)."""
-    st = r.started
-    return SpanData(r.trace_id, r.span_id, st.parent_id, st.name, r.start_ns, r.end_ns, st.attributes, r.status,
-                    r.error, resource=st.resource)  # fmt: skip
-
-
-def test_index_rows_are_the_same_from_spandata_and_from_received():
-    reqs = [varied_request()]
-    # calls that wait for their ancestors across requests, a duplicate, one of ours, a cycle
-    parent, grand = b"\x41" * 8, b"\x42" * 8
-    reqs.append(build([([("service.name", "s")], [("x", [
-        (TRACE, b"\x43" * 8, parent, "chat c1", 30, 31, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x44" * 8, b"\x45" * 8, "chat c2", 32, 33, 1, 2, "boom", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x45" * 8, b"\x44" * 8, "loop", 34, 35, 1, 0, "", [], [], []),
-    ])])]))  # fmt: skip
-    reqs.append(build([([], [("x", [
-        (TRACE, parent, grand, "invoke_agent step", 20, 40, 1, 0, "", [("gen_ai.operation.name", "invoke_agent"),
-                                                                          ("gen_ai.agent.name", "step")], [], []),
-        (TRACE, b"\x43" * 8, parent, "chat c1 again", 30, 31, 1, 0, "", [("gen_ai.operation.name", "chat")], [], []),
-        (TRACE, b"\x46" * 8, parent, "chat ours", 36, 37, 1, 0, "", [("gen_ai.operation.name", "chat"),
-                                                                     ("callctx.context", "m")], [], []),
-    ])])]))  # fmt: skip
-    reqs.append(build([([], [("x", [
-        (TRACE, grand, b"", "invoke_agent root", 10, 50, 1, 0, "", [("gen_ai.operation.name", "invoke_agent"),
-                                                                    ("gen_ai.agent.name", "root")], [], []),
-    ])])]))  # fmt: skip
-    old, new = Index(None), Index(None)
-    for req in reqs:
-        batch = otlp.decode_request(req)
-        old.add([(as_span_data(r), 1, 2) for r in batch.spans], {"h": (3, 4)})
-        new.add_received([(r, 1, 2) for r in batch.spans], {"h": (3, 4)})
-    assert dump(old) == dump(new)
-    calls = {c["span_id"]: c for c in new.calls()[1]}
-    assert calls["43" * 8]["call_path"] == "root → step" and calls["43" * 8]["function"] == "step"
-    assert calls["44" * 8]["function"] is None  # its chain loops: no agentic ancestor
-    assert new.count_calls() == len(calls)
-
-
-def test_an_index_of_an_older_schema_is_made_anew_from_the_log(tmp_path):
-    import sqlite3
-
-    log = tmp_path / "log.jsonl"
-    rx = Receiver(log)
-    rx.ingest(rx.decode(varied_request().SerializeToString(), "application/x-protobuf"))
-    before = dump(rx.index)
-    rx.close()
-    path = f"{log}.index.sqlite"
-    db = sqlite3.connect(path)  # what an index written before the schema had a version looked like
-    db.executescript("DROP TABLE spans; CREATE TABLE spans (span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, "
-                     "parent_id TEXT, kind TEXT NOT NULL, function TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, "
-                     "status TEXT, service TEXT, session TEXT); PRAGMA user_version = 0;")  # fmt: skip
-    db.close()
-    again = Receiver(log)
-    try:
-        assert dump(again.index) == before
-        again.ingest(again.decode(varied_request().SerializeToString(), "application/x-protobuf"))  # fine to add to
-    finally:
-        again.close()
-
-
-def test_a_refused_write_loses_nothing(tmp_path, monkeypatch):
-    import errno
-    import os
-
-    from callctx.projection import log as log_module
-
-    log = tmp_path / "log.jsonl"
-    rx = Receiver(log)
-    real = os.write
-    failing = [True]
-
-    def write(fd, data):
-        if failing[0] and fd == rx.log._fd:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(fd, data)
-
-    monkeypatch.setattr(log_module.os, "write", write)
-    first = varied_request()
-    rx.ingest(rx.decode(first.SerializeToString(), "application/x-protobuf"))  # kept in memory, retried
-    failing[0] = False
-    second = build([([], [("x", [(TRACE, b"\x51" * 8, b"\x01" * 8, "chat later", 200, 300, 1, 0, "",
-                                  [("gen_ai.operation.name", "chat")], [], [])])])])  # fmt: skip
-    rx.ingest(rx.decode(second.SerializeToString(), "application/x-protobuf"))
-    live = {k: rx.projection.session_tree(k) for k in rx.projection.sessions()}
-    rx.close()
-    replayed = Projection.from_log(log, recover=False)
-    assert {k: replayed.session_tree(k) for k in replayed.sessions()} == live
-    spans = {r.span_id for r in read_log(log) if type(r).__name__ == "SpanStarted"}
-    assert {r.span_id for r in otlp.decode_request(first).spans} <= spans
-    assert "51" * 8 in spans
-
-
-def test_a_trace_totals_the_usage_of_its_calls(tmp_path):
-    usage = [("gen_ai.usage.input_tokens", 100), ("gen_ai.usage.output_tokens", 20),
-             ("gen_ai.usage.cache_read_input_tokens", 64), ("gen_ai.usage.cache_creation_input_tokens", 8)]  # fmt: skip
-    req = build([([("service.name", "s")], [("x", [
-        (TRACE, bytes([0x60 + i]) * 8, b"", f"chat {i}", 10 + i, 20 + i, 1, 0, "",
-         [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m"), *usage], [], [])
-        for i in range(2)
-    ])])])  # fmt: skip
-    rx = Receiver(tmp_path / "log.jsonl")  # with a log: the calls' rows carry byte offsets
-    try:
-        rx.ingest(rx.decode(req.SerializeToString(), "application/x-protobuf"))
-        total, trees = rx.index.trees()
-        _, calls = rx.index.calls()
-    finally:
-        rx.close()
-    assert total == 1 and [c["usage"] for c in calls] == [{"input": 100, "output": 20, "cache_read": 64,
-                                                          "cache_write": 8}] * 2  # fmt: skip
-    assert trees[0]["usage"] == {"input": 200, "output": 40, "cache_read": 128, "cache_write": 16}

@@ -10,13 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.stores import rebuilt_calls
 from helpers.trees import parse
 
 from callctx import agentic, setup
 from callctx.cli.research_agent import run
 from callctx.projection import Projection
 from callctx.projection.events import LogHeader, SpanEnded, SpanStarted, decode, encode
-from callctx.store.recorded import rebuild
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -242,13 +242,10 @@ def test_sigkill_with_a_batched_log_keeps_every_sent_request(tmp_path):
     proc.send_signal(signal.SIGKILL)  # anywhere after the fourth request went out
     proc.wait(timeout=10)
 
-    from callctx.projection.calls import read_calls
-
-    calls, blobs = read_calls(log_path)
-    assert len(calls) >= 4  # every request that was sent is in the log
-    for call in calls[:4]:
-        rebuilt = rebuild(call, blobs)  # with every text it was built from, written before it
-        assert rebuilt.verified
+    rebuilt = rebuilt_calls(log_path)
+    assert len(rebuilt) >= 4  # every request that was sent is in the log
+    for done in rebuilt[:4]:  # with every text it was built from, written before it
+        assert done.verified
     p = Projection.from_log(log_path)
     assert all(d.torn for d in p.damage) and len(p.damage) <= 1
     asks = [c for c in parse(p.session_tree(p.sessions()[0]))[0]["children"] if c["function"] == "ask"]

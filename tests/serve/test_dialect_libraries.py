@@ -9,6 +9,7 @@ import time
 
 import pytest
 from helpers.extras import ROOT, venv_python
+from helpers.stores import served_trees
 from helpers.trees import find, parse
 
 from callctx.serve import Receiver, serve_http
@@ -38,7 +39,7 @@ def run_library(name: str, tmp_path) -> Receiver:
 
 
 def trees(rx: Receiver) -> dict[str, list]:
-    return {k: parse(rx.projection.session_tree(k)) for k in rx.projection.sessions()}
+    return {k: parse(text) for k, text in served_trees(rx.store).items()}
 
 
 def test_openinference_decorators(tmp_path):

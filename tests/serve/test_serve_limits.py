@@ -1,6 +1,6 @@
 """callctx serve under load and abuse: read timeouts, the connection cap, bounded threads,
-multi-member gzip, what /health tells whom, and bounded memory (evicted trees read back from
-the log equal what the live tree rendered)."""
+multi-member gzip, what /health tells whom, and bounded memory (trees folded on read, within
+the bound, equal what replaying the log renders)."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def test_a_multi_member_gzip_body_folds_every_member(serve):
     status, data, _ = request(port, "POST", "/v1/traces", body, {**PB, "Content-Encoding": "gzip"})
     assert status == 200, data
     assert rx.stats.spans == 8
-    assert {t["id"] for t in rx.traces()} == {first[0].trace_id, second[0].trace_id}
+    assert {t.key for t in rx.store.trees().items} == {first[0].trace_id, second[0].trace_id}
     # a member cut short, or bytes after the last member, are refused, never dropped
     for bad in (body[:-4], body + b"garbage"):
         assert request(port, "POST", "/v1/traces", bad, {**PB, "Content-Encoding": "gzip"})[0] == 400
@@ -257,32 +257,29 @@ def test_health_shows_counters_only_to_who_may_read_the_api(serve):
     assert status == 200 and json.loads(data) == {"status": "ok"}
     status, data, _ = request(port, "GET", "/health", headers=auth)
     health = json.loads(data)
-    assert health["status"] == "ok" and health["spans"] == 4 and health["traces"] == 1
-    for counter in ("rejected", "malformed", "events", "open_connections", "traces_in_memory", "traces_evicted"):
+    assert health["status"] == "ok" and health["spans"] == 4 and health["traces"] == 1 and health["calls"] == 1
+    for counter in ("requests", "rejected", "malformed", "open_connections", "indexed_spans", "unindexed_records"):
         assert counter in health
     _, _, open_port = serve()  # no token configured: the counters for everyone
     assert "spans" in json.loads(request(open_port, "GET", "/health")[1])
 
 
 # ---- bounded memory ----------------------------------------------------------------------------
-def test_finished_traces_leave_memory_and_read_back_the_same(serve):
-    rx, _, port = serve(max_traces=5)
+def test_trees_fold_on_read_within_the_bound_and_read_the_same(serve):
+    rx, _, port = serve(max_trees=5)
     seen_tree, seen_span = {}, {}
     for t in range(20):
         spans = trace(t)
         send(port, spans)
         key, sid = spans[0].trace_id, spans[1].span_id
         status, data, _ = request(port, "GET", f"/api/traces/{key}/tree")
-        assert status == 200 and key in rx.projection.trees  # rendered while in memory
+        assert status == 200, data
         seen_tree[key] = data
         seen_span[sid] = request(port, "GET", f"/api/spans/{sid}/tree")[1]
-    assert len(rx.projection.trees) <= 5
-    assert len(rx.projection.nodes) <= 5 * 4
+        assert len(rx.store._folded) <= 5  # the folded trees kept for reads stay within the bound
     from_log = Projection.from_log(rx.log.path, recover=False)
     assert set(from_log.sessions()) == set(seen_tree)  # the log has them all
-    evicted = [k for k in seen_tree if k not in rx.projection.trees]
-    assert len(evicted) >= 15
-    for key, before in seen_tree.items():
+    for key, before in seen_tree.items():  # folded again from the log: the same bytes
         status, data, _ = request(port, "GET", f"/api/traces/{key}/tree")
         assert status == 200 and data == before, key
         assert data.decode() == from_log.session_tree(key)
@@ -291,23 +288,22 @@ def test_finished_traces_leave_memory_and_read_back_the_same(serve):
         assert status == 200 and data == before, sid
     listed = json.loads(request(port, "GET", "/api/traces")[1])["traces"]
     assert [t["id"] for t in listed] == from_log.sessions()
-    assert sum(not t["in_memory"] for t in listed) == len(evicted)
-    assert all(t["top_calls"] == 1 and t["functions"] for t in listed)
+    assert all(t["functions"] == [f"t{i}f0"] for i, t in enumerate(listed))
     health = json.loads(request(port, "GET", "/health")[1])
-    assert health["traces"] == 20 and health["traces_in_memory"] <= 5 and health["traces_evicted"] >= 15
+    assert health["traces"] == 20 and health["calls"] == 20
     assert request(port, "GET", "/api/traces/ffffffffffffffffffffffffffffffff/tree")[0] == 404
     assert request(port, "GET", "/api/spans/ffffffffffffffff/tree")[0] == 404
 
 
-def test_late_spans_and_sessions_bring_evicted_trees_back(serve):
-    rx, _, port = serve(max_traces=3)
+def test_late_spans_and_sessions_fold_into_the_trees_read_before(serve):
+    rx, _, port = serve(max_trees=3)
     for t in range(12):
         send(port, trace(t, conv="chat-1" if t in (0, 5) else None))  # a session of two traces
-    assert "chat-1" not in rx.projection.trees
     session_before = request(port, "GET", "/api/traces/chat-1/tree")[1]
     assert session_before.count(b"function: t0f0") == 1 and session_before.count(b"function: t5f0") == 1
-    # a span late for an evicted trace, and a new trace in the evicted session
     old = trace(1)
+    assert b"function: late" not in request(port, "GET", f"/api/traces/{old[0].trace_id}/tree")[1]  # kept folded
+    # a span late for a tree read before, and a new trace in the session read before
     late = SpanData(old[0].trace_id, format(0xFFF1, "016x"), old[1].span_id, "late", 10_011, 10_012,
                     {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "late"})  # fmt: skip
     send(port, [late])
@@ -320,23 +316,19 @@ def test_late_spans_and_sessions_bring_evicted_trees_back(serve):
     assert b"function: late" in request(port, "GET", f"/api/traces/{old[0].trace_id}/tree")[1]
     assert b"function: t40f0" in request(port, "GET", "/api/traces/chat-1/tree")[1]
     assert len(json.loads(request(port, "GET", "/api/traces")[1])["traces"]) == len(from_log.sessions())
-    # the counts hold: nothing is listed twice, events are not counted again when a tree comes back
     health = json.loads(request(port, "GET", "/health")[1])
-    assert health["traces"] == len(from_log.sessions())
-    assert health["events"] == from_log.events
+    assert health["traces"] == len(from_log.sessions())  # nothing listed twice
 
 
-def test_running_trees_stay_until_the_hard_cap(serve):
-    rx, _, port = serve(max_traces=2)
-    for t in range(6):
+def test_trees_with_spans_that_never_ended_read_as_the_log_folds_them(serve):
+    rx, _, port = serve(max_trees=2)
+    for t in range(12):
         send(port, trace(t, running=True))
-    assert len(rx.projection.trees) == 6  # over max_traces, under 4x: nothing running leaves
-    for t in range(6, 12):
-        send(port, trace(t, running=True))
-    assert len(rx.projection.trees) <= 8  # the hard cap
     from_log = Projection.from_log(rx.log.path, recover=False)
     for key in from_log.sessions():
         assert request(port, "GET", f"/api/traces/{key}/tree")[1].decode() == from_log.session_tree(key), key
+    running = json.loads(request(port, "GET", "/api/traces?status=running")[1])
+    assert running["total"] == 12
 
 
 def test_serve_options_and_defaults():
@@ -344,32 +336,3 @@ def test_serve_options_and_defaults():
     assert (args.read_timeout, args.max_connections, args.max_traces) == (10.0, 256, 1000)
     args = build_parser().parse_args(["serve", "--read-timeout", "2.5", "--max-connections", "8", "--max-traces", "50"])
     assert (args.read_timeout, args.max_connections, args.max_traces) == (2.5, 8, 50)
-
-
-def test_projection_forget_leaves_what_never_seeing_the_trees_would():
-    from callctx.projection.spans import to_records
-
-    def fold(*traces):
-        p = Projection()
-        for spans in traces:
-            for sp in spans:
-                p.apply_all(to_records(sp))
-        return p
-
-    kept, dropped = [trace(t, conv="chat-9" if t == 3 else None) for t in range(3)], [trace(7), trace(8)]
-    with_all, without = fold(*kept, *dropped), fold(*kept)
-    for key in with_all.sessions():
-        with_all.session_tree(key)  # rendered once: the renderer's memo holds the nodes too
-    assert with_all.forget([s[0].trace_id for s in dropped], [sp.span_id for s in dropped for sp in s]) == 8
-    assert with_all.sessions() == without.sessions()
-    assert set(with_all.nodes) == set(without.nodes) and not with_all.orphans
-    for key in without.sessions():
-        assert with_all.session_tree(key) == without.session_tree(key)
-    for sid in without.nodes:
-        assert with_all.view(sid).text == without.view(sid).text
-    # the forgotten come back as they were when their events are applied again
-    for sp in dropped[0]:
-        with_all.apply_all(to_records(sp))
-    again = fold(*kept, dropped[0])
-    assert with_all.sessions() == again.sessions()
-    assert all(with_all.session_tree(k) == again.session_tree(k) for k in again.sessions())

@@ -21,11 +21,13 @@ from callctx.cli.research_agent import run
 from callctx.components.context import Context, Segment
 from callctx.export.shaping import Shaper
 from callctx.models import ScriptedModel
+from callctx.projection.errors import NotFound
 from callctx.projection.events import encode
 from callctx.projection.spans import SpanData, records
 from callctx.serve import Receiver, serve_http
 from callctx.serve.http_server import serve_page
-from callctx.ui import LogStore, Views
+from callctx.store.local import LocalStore
+from callctx.ui import Views
 from callctx.ui.views import first_difference
 
 
@@ -49,8 +51,7 @@ def demo_log(tmp_path_factory):
 
 @pytest.fixture
 def page(demo_log):
-    views = Views(LogStore(demo_log))
-    views.store.refresh()
+    views = Views(LocalStore(demo_log))
     server = serve_page(views, "127.0.0.1", 0, shape=Shaper().redact)
     yield views, server.server_port
     server.shutdown()
@@ -86,8 +87,7 @@ def test_the_simulated_cache_agrees_with_callctx_cache(tmp_path):
     code, out, err = cli("cache", log, "--provider", "anthropic")
     assert code == 0, err
     rows = [r.split() for r in out.splitlines() if re.match(r"^\s+\d+\s", r)]
-    views = Views(LogStore(log))
-    views.store.refresh()
+    views = Views(LocalStore(log))
     hits = 0
     for row in rows:
         n = int(row[0])
@@ -186,33 +186,32 @@ def test_page_routes_static_files_and_headers(page):
 def test_the_store_follows_a_growing_log(demo_log, tmp_path):
     lines = demo_log.read_bytes().splitlines(keepends=True)
     live = tmp_path / "live.jsonl"
-    store = LogStore(live)
+    store = LocalStore(live)
     views = Views(store)
     assert store.refresh() == 0 and views.state()["calls"] == 0  # no log yet: empty, not an error
+    assert not views.state()["exists"]
     half = len(lines) // 2
     live.write_bytes(b"".join(lines[:half]) + lines[half][:10])  # the last record still being written
     g1 = store.refresh()
-    n1 = len(store.calls())
-    assert g1 == 1 and 0 < n1 < 11
+    n1 = store.calls().total
+    assert g1 == len(b"".join(lines[:half])) and 0 < n1 < 11  # the cursor: whole records read
     assert store.refresh() == g1  # nothing new
     with open(live, "ab") as f:
         f.write(lines[half][10:] + b"".join(lines[half + 1 :]))
-    assert store.refresh() == g1 + 1
-    assert [c.index for c in store.calls()] == list(range(1, 12))
-    fresh = Views(LogStore(demo_log))
-    fresh.store.refresh()
+    assert store.refresh() > g1
+    assert [c.index for c in store.calls().items] == list(range(1, 12))
+    fresh = Views(LocalStore(demo_log))
     assert views.call(7)["segments"] == fresh.call(7)["segments"]
     live.write_bytes(b"".join(lines[:half]))  # replaced by a shorter log: read again from its start
     store.refresh()
-    assert len(store.calls()) == n1
+    assert store.calls().total == n1
 
 
 def test_damaged_lines_are_skipped_and_counted(demo_log, tmp_path):
     lines = demo_log.read_bytes().splitlines(keepends=True)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines[:5]) + b'{"e":"start","nonsense\n' + b"".join(lines[5:]))
-    views = Views(LogStore(bad))
-    views.store.refresh()
+    views = Views(LocalStore(bad))
     assert views.state()["damaged"] == 1 and views.state()["calls"] == 11
 
 
@@ -272,15 +271,14 @@ def test_foreign_calls_are_reconstructed(tmp_path):
     llm = SpanData(trace, "2" * 16, "1" * 16, "ChatOpenAI", 2_000, 3_000, attrs)
     log = tmp_path / "foreign.jsonl"
     log.write_bytes(b"".join(encode(r) for r in records([agent, llm])))
-    views = Views(LogStore(log))
-    views.store.refresh()
+    views = Views(LocalStore(log))
     d = views.call(1)
     assert d["reconstructed"] is True and d["verified"] is False and d["path"] == ["1" * 16, "2" * 16]
     assert [m["content"] for m in d["messages"]] == ["What is the capital of France?"]
     assert d["usage"]["input"] == 120 and d["cost"] is not None and d["cost"] > 0
     node = views.nodes(views.trees()["trees"][0]["id"])["nodes"][0]
     assert node["usage"]["input"] == 120 and node["children"] == 1
-    with pytest.raises(KeyError):
+    with pytest.raises(NotFound):
         views.request(1)
 
 

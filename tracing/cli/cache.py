@@ -6,35 +6,41 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from callctx.components import record
+from callctx.store.model import Filter, Store
 
-from .common import EXIT_OK, CliError
-from .read import load_calls, restored
+from .common import EXIT_OK, CliError, every_call, open_log
+from .read import rebuilt
 
 
 def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    with open_log(args.log, err) as store:
+        return _simulate(args, store, out, err)
+
+
+def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) -> int:
     from callctx.components import cache
 
-    calls, blobs = load_calls(args.log, err)
-    if not calls:
+    if not store.state().calls:
         raise CliError(f"{args.log} records no model calls")
     try:
         rules = cache.load_rules(args.rules) if args.rules else None
     except (OSError, ValueError) as e:
         raise CliError(f"cannot read cache rules {args.rules}: {e}") from None
     provider = args.provider
-    model = args.model or next((c.model for c in calls if c.model), "") or ""
+    first = store.calls(limit=1).items
+    model = args.model or (first[0].model if first else "") or ""
     tokenize = cache.Tokenizer()
     requests = []
     contexts = []
-    calls = [c for c in calls if not c.foreign]  # another instrumentation's calls were not recorded
+    calls = list(every_call(store, Filter(ours=True)))  # another instrumentation's calls were not recorded
     if not calls:
         raise CliError(f"{args.log} records no model calls of callctx's own (only other instrumentations')")
     t0 = calls[0].start_ns
     for c in calls:
-        m, context = restored(c, blobs)
+        done = rebuilt(store, c)
+        context, exchanges = done.context, done.exchanges
         contexts.append(context)
-        _, exchanges = record.restore(m, blobs)
         label = c.function or "turn"
         requests.append(
             cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import msgspec
 
+from callctx.projection.calls import ModelCall
 from callctx.projection.errors import CallctxError
 from callctx.projection.events import decode
+from callctx.store.local import LocalStore
+from callctx.store.model import ANY, MAX_LIMIT, Filter, Store, StoreState, StoreUnavailable
 
 EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
 
@@ -36,6 +41,59 @@ def check_event_log(path: str) -> Path:
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise CliError(f"{p} is not a callctx event log (its first line is not a callctx record: {e})") from None
     return p
+
+
+def open_log(path: str, err: TextIO) -> LocalStore:
+    """The local store over the log at ``path``, indexed in memory (a :class:`CliError`, exit
+    2, when there is no log there or it is not an event log); damaged records are reported on
+    ``err``, five at most."""
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"no event log at {p}")
+    if p.is_dir():
+        raise CliError(f"{p} is a folder, not an event log")
+    store = LocalStore(p, finished=True)
+    try:
+        state = store.state()
+    except StoreUnavailable as e:
+        store.close()
+        raise CliError(str(e)) from None
+    damage = store.damage
+    bad = [d for d in damage if not d.torn]
+    if bad and not state.spans and not state.calls:
+        store.close()
+        raise CliError(f"{p} is not a callctx event log ({bad[0].reason} at line {bad[0].line})")
+    for d in damage[:5]:
+        err.write(f"warning: {p}: line {d.line}: {d.reason}; skipped\n")
+    if state.damaged > 5:
+        err.write(f"warning: {p}: {state.damaged - 5} more damaged records skipped\n")
+    return store
+
+
+def every_call(store: Store, f: Filter = ANY) -> Iterator[ModelCall]:
+    """Every call ``f`` keeps, in call order, read a page at a time."""
+    offset: int | None = 0
+    while offset is not None:
+        page = store.calls(f, offset=offset, limit=MAX_LIMIT)
+        yield from page.items
+        offset = page.next_offset
+
+
+def pick(store: Store, n: int, path: str) -> ModelCall:
+    """Call ``n`` of the log, or a :class:`CliError` saying what the log holds."""
+    state = store.state()
+    if not state.calls:
+        raise CliError(f"{path} records no model calls ({holds(state)})")
+    if not 1 <= n <= state.calls:
+        raise CliError(f"call {n} is out of range: {path} records calls 1 to {state.calls}")
+    return store.call(n)
+
+
+def holds(state: StoreState) -> str:
+    """What a log without model calls holds, in a few words."""
+    if not state.spans:
+        return "it holds no spans yet"
+    return f"it holds {state.spans:,} spans in {state.trees:,} trees; `callctx export` shows them"
 
 
 def program() -> str:

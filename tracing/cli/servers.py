@@ -22,7 +22,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     if not args.read_timeout > 0:
         raise CliError("--read-timeout must be a positive number of seconds")
-    rx = Receiver(args.log, max_body=args.max_body, token=token, max_traces=args.max_traces)
+    rx = Receiver(args.log, max_body=args.max_body, token=token, max_trees=args.max_traces)
     http = serve_http(rx, args.host, args.port, read_timeout=args.read_timeout, max_connections=args.max_connections)
     out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
     grpc_server = None
@@ -50,7 +50,8 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from callctx.export.shaping import Shaper
     from callctx.serve.http_server import serve_page
-    from callctx.ui import LogStore, Views
+    from callctx.store.local import LocalStore
+    from callctx.ui import Views
 
     path = Path(args.log)
     if path.is_dir():
@@ -59,7 +60,7 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         check_event_log(args.log)
     elif not path.parent.is_dir():
         raise CliError(f"no folder {path.parent} for the event log {path}")
-    store = LogStore(path)
+    store = LocalStore(path)
     store.refresh()
     shape = None if args.raw else Shaper().redact
     try:
@@ -80,6 +81,7 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     server.shutdown()
+    store.close()
     return EXIT_OK
 
 
@@ -99,8 +101,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="HTTP connections served at once (more get 503 with Retry-After) and gRPC calls "
                         "in progress (more get RESOURCE_EXHAUSTED) (default 256)")  # fmt: skip
     p.add_argument("--max-traces", type=int, default=1000, metavar="N",
-                   help="call trees kept in memory; the least recently updated finished ones leave "
-                        "(the log keeps them, the read API folds them back) (default 1000)")  # fmt: skip
+                   help="call trees kept folded in memory for reads; the least recently read leave first "
+                        "(every tree is folded again from the log when asked for) (default 1000)")  # fmt: skip
     p.set_defaults(run=cmd_serve)
     p = sub.add_parser("ui", help="the debugger page for an event log (live while the log grows)")
     p.add_argument("log")

@@ -48,7 +48,8 @@ from callctx.instrument.processor import ProjectionProcessor
 from callctx.models import Model, resolve
 from callctx.projection import Projection, TreeView
 from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
-from callctx.projection.log import EventLog, FsyncPolicy, blob_hashes
+from callctx.projection.log import EventLog, FsyncPolicy
+from callctx.projection.log_reader import blob_hashes
 
 log = logging.getLogger(__name__)
 

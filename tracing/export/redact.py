@@ -21,9 +21,9 @@ again in an export file):
 
 Speed: the patterns are not searched for one by one. A few scans find where their literal
 starts ("triggers": ``sk-``, ``AKIA``, ``password``...) occur, and each pattern is tried only
-there; see "the engine" below. A 256 KiB text takes 2 to 3 ms; a text made of nothing but
-triggers (``password=password=...``) at most about a tenth of a second, since values have
-bounded lengths.
+there (the literal prefilter, ``callctx.components.literal_prefilter``). A 256 KiB text
+takes 2 to 3 ms; a text made of nothing but triggers (``password=password=...``) at most about
+a tenth of a second, since values have bounded lengths.
 
 Thread safety: a :class:`Redactor` is immutable after construction (compiled patterns in
 tuples, no caches), so one instance can be shared by every thread.
@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from callctx.components.literal_prefilter import Needle, Prefilter
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -297,53 +299,18 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
 
 # --- the engine ---------------------------------------------------------------------------------
 #
-# Scanning a 256 KiB text for a literal costs about a tenth of a millisecond, as long as the scan
-# rarely stops; the number of scans and of stops is what counts. So the triggers of all the
-# patterns are found together, by a dozen regexes ("gates"), each starting with a literal where
-# the scan stops: a rarer character shared by many triggers (``-`` for ``sk-``, ``glpat-``,
-# ``xoxb-``...; ``k`` for ``token``, ``key``, ``cookie``), told apart by look-behind and
-# look-ahead after a one-character check, or, for a trigger with no such character
-# (``secret``), its first three letters. A trigger's ``follow`` (and its word boundary) is part
-# of its gate, so that ``max_tokens`` or ``task-runner`` do not even count as found. Gates scan
-# an ASCII copy of the text (non-ASCII characters as ``?``: the regex engine is several times
-# faster on one-byte strings), lower-cased for the patterns that ignore case. A pattern is then
-# tried only where one of its triggers was found.
-
-# Characters rare enough in text for a scan to stop at; rarer first.
-_RARE = "-_.:=/@?&#%+~!$*^|JQXZKVBYWGPFMUCLDHRSNIOATEjqxz0123456789kvbywgpfmuld"
-
-
-def _rank(c: str) -> int:
-    i = _RARE.find(c)
-    return len(_RARE) if i < 0 else i
-
-
-class _Needle(NamedTuple):
-    lower: bool  # looked for in the lower-cased text
-    text: str
-    follow: str  # a regex checked right after it
+# The triggers of all the patterns are found together by the literal prefilter
+# (callctx.components.literal_prefilter), on an ASCII copy of the text; a trigger's ``follow`` (and
+# its word boundary) is part of what it looks for, so that ``max_tokens`` or ``task-runner`` do not
+# even count as found. A pattern is then tried only where one of its triggers was found.
 
 
 class _Rule(NamedTuple):
     name: str
     rx: re.Pattern[str]
-    needles: tuple[_Needle, ...]
+    needles: tuple[Needle, ...]
     replace: Callable[[re.Match[str]], str | None] | None
     grouped: bool
-
-
-class _Branch(NamedTuple):
-    needle: _Needle
-    offset: int  # of the gate's literal in the trigger
-    # the other triggers of the gate that may occur at the same place (the gate's regex reports
-    # one), each with its offset and a regex to check it
-    others: tuple[tuple[_Needle, int, re.Pattern[str]], ...]
-
-
-class _Gate(NamedTuple):
-    lower: bool
-    rx: re.Pattern[str]
-    branches: tuple[_Branch, ...]  # one per group of rx
 
 
 def _compile(p: SecretPattern | str | re.Pattern[str]) -> _Rule:
@@ -351,114 +318,17 @@ def _compile(p: SecretPattern | str | re.Pattern[str]) -> _Rule:
         p = SecretPattern("custom", p)
     rx = p.regex if isinstance(p.regex, re.Pattern) else re.compile(p.regex)
     lower = bool(rx.flags & re.IGNORECASE)
-    needles: dict[_Needle, None] = {}
+    needles: dict[Needle, None] = {}
     for t in p.triggers if all(t.isascii() for t in p.triggers) else ():  # else: searched for
         if t:
             follow = (
                 word_start(len(t), strict=t[0] in _ESCAPES) + r"(?=[A-Za-z0-9_\-.]{8})" if p.word else ""
             ) + p.follow
-            needles[_Needle(lower, t.lower() if lower else t, follow)] = None
+            needles[Needle(t.lower() if lower else t, follow, lower)] = None
     return _Rule(p.name, rx, tuple(needles), p.replace, "secret" in rx.groupindex)
 
 
-def _pivots(needles: set[_Needle]) -> dict[_Needle, tuple[str, int]]:
-    """Each trigger's literal for a gate, and its offset in the trigger: greedily the rare
-    character shared by most triggers not yet placed; else the trigger's first three characters."""
-    out: dict[_Needle, tuple[str, int]] = {}
-    for lower in (False, True):
-        left = {n for n in needles if n.lower == lower}
-        while left:
-            counts: dict[str, int] = {}
-            for n in left:
-                for c in set(n.text):
-                    if _rank(c) < len(_RARE):
-                        counts[c] = counts.get(c, 0) + 1
-            if not counts:
-                for n in left:
-                    out[n] = (n.text[:3], 0)
-                break
-            best = max(counts, key=lambda c: (counts[c], -_rank(c)))
-            for n in [n for n in left if best in n.text]:
-                out[n] = (best, n.text.index(best))
-                left.discard(n)
-    return out
-
-
-def _consistent(a: str, i: int, b: str, j: int) -> bool:
-    """Can ``a`` (gate literal at i) and ``b`` (at j) both occur around the same literal?"""
-    return all(a[i + k] == b[j + k] for k in range(max(-i, -j), min(len(a) - i, len(b) - j)))
-
-
-def _checker(n: _Needle) -> re.Pattern[str]:
-    return re.compile(re.escape(n.text) + (f"(?:{n.follow})" if n.follow else ""))
-
-
-def _class(chars: set[str]) -> str:
-    return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
-
-
-def _gate(literal: str, members: list[tuple[_Needle, int]]) -> tuple[str, list[tuple[_Needle, int]]]:
-    """The regex of a gate, and its triggers in the order of its groups. The triggers are tried
-    after a first check of one character (the one before the literal, or the one after), so that
-    the scan does not try each trigger at every stop."""
-    size = len(literal)
-
-    def branch(n: _Needle, i: int) -> str:
-        behind = f"(?<={re.escape(n.text[: i + size])})" if i else ""
-        ahead = re.escape(n.text[i + size :]) + (f"(?:{n.follow})" if n.follow else "")
-        return behind + (f"(?={ahead})" if ahead else "") + "()"
-
-    order: list[tuple[_Needle, int]] = []
-    parts = []
-    by_prev: dict[str, list[tuple[_Needle, int]]] = {}
-    for n, i in members:
-        if i:
-            by_prev.setdefault(n.text[i - 1], []).append((n, i))
-    if by_prev:
-        lit = re.escape(literal)
-        inner = []
-        for c, group in by_prev.items():
-            inner.append(f"(?<={re.escape(c)}{lit})(?:" + "|".join(branch(n, i) for n, i in group) + ")")
-            order += group
-        parts.append(f"(?<={_class(set(by_prev))}{lit})(?:" + "|".join(inner) + ")")
-    first = [(n, i) for n, i in members if not i]
-    if first:
-        nexts = {n.text[size] for n, _ in first if len(n.text) > size}
-        check = f"(?={_class(nexts)})" if all(len(n.text) > size for n, _ in first) else ""
-        parts.append(check + "(?:" + "|".join(branch(n, i) for n, i in first) + ")")
-        order += first
-    return re.escape(literal) + "(?:" + "|".join(parts) + ")", order
-
-
-def _gates(rules: Sequence[_Rule]) -> tuple[_Gate, ...]:
-    needles = {n for r in rules for n in r.needles}
-    pivot = _pivots(needles)
-    groups: dict[tuple[bool, str], list[tuple[_Needle, int]]] = {}
-    for n in sorted(needles):
-        literal, i = pivot[n]
-        groups.setdefault((n.lower, literal), []).append((n, i))
-    gates = []
-    for (lower, literal), members in groups.items():
-        regex, order = _gate(literal, members)
-        branches = tuple(
-            _Branch(
-                n,
-                i,
-                tuple((m, j, _checker(m)) for m, j in members if m != n and _consistent(n.text, i, m.text, j)),
-            )
-            for n, i in order
-        )
-        gates.append(_Gate(lower, re.compile(regex), branches))
-    return tuple(gates)
-
-
 _WINDOW = 64  # inside a secret found, starts this close to its end are tried again
-
-
-def _ascii(text: str) -> str:
-    """``text`` with each non-ASCII character as ``?``: the same positions, and a one-byte string,
-    which the regex engine scans several times faster. Triggers are ASCII."""
-    return text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
 
 
 class Redactor:
@@ -471,7 +341,7 @@ class Redactor:
     keys whose values :meth:`redact_value` replaces wholesale (default :data:`SECRET_KEYS`).
     """
 
-    __slots__ = ("_gates", "_lower", "_rules", "_secret_keys")  # _lower: some gate reads lower case
+    __slots__ = ("_prefilter", "_rules", "_secret_keys")
 
     def __init__(
         self,
@@ -482,10 +352,8 @@ class Redactor:
     ) -> None:
         chosen = DEFAULT_PATTERNS if patterns is None else patterns
         rules = tuple(_compile(p) for p in (*chosen, *extra))
-        gates = _gates(rules)
         object.__setattr__(self, "_rules", rules)
-        object.__setattr__(self, "_gates", gates)
-        object.__setattr__(self, "_lower", any(g.lower for g in gates))
+        object.__setattr__(self, "_prefilter", Prefilter((n for r in rules for n in r.needles), ascii=True))
         object.__setattr__(self, "_secret_keys", SECRET_KEYS if secret_keys is None else secret_keys)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -537,25 +405,9 @@ class Redactor:
 
     # --- engine ---
 
-    def _found_triggers(self, text: str) -> dict[_Needle, list[int]]:
-        at: dict[_Needle, list[int]] = {}
-        text = _ascii(text)
-        low = text.lower() if self._lower else text
-        for gate in self._gates:
-            hay = low if gate.lower else text
-            branches = gate.branches
-            for m in gate.rx.finditer(hay):
-                b = branches[m.lastindex - 1]  # type: ignore[operator]
-                p = m.start()
-                at.setdefault(b.needle, []).append(p - b.offset)
-                for other, j, check in b.others:
-                    if p >= j and check.match(hay, p - j):
-                        at.setdefault(other, []).append(p - j)
-        return at
-
     def _matches(self, text: str) -> Iterator[tuple[int, int, str, int, str]]:
         """(start, end, replacement, rule index, kind) of every secret, unsorted."""
-        at = self._found_triggers(text) if self._gates else {}
+        at = self._prefilter.find(text)
         for index, rule in enumerate(self._rules):
             if not rule.needles:
                 for m in rule.rx.finditer(text):

@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from callctx.projection.otlp import decode_request
 
-from .receiver import Receiver, collector_paused
+from .ingest import Receiver, collector_paused
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -39,13 +38,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from callctx.store.index import Filter
 from callctx.ui import routes as ui_routes
-from callctx.ui.store import LogStore
 from callctx.ui.views import Views
 
+from . import read_api
 from .body import BodyError, read_body
-from .receiver import JSON, PROTOBUF, Receiver
+from .ingest import JSON, PROTOBUF, Receiver
 
 log = logging.getLogger(__name__)
 
@@ -131,15 +129,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> type[BaseHTTPRequestHandler]:
+    """The handler of ``callctx serve``'s HTTP port: OTLP in (``POST /v1/traces``), the read API
+    (``/api/...``), the debugger page (``/ui...``) and ``/health``."""
     page_lock = threading.Lock()
-    page: list[Views] = []  # the page's views over the receiver's log, made on first visit
+    page: list[Views] = []  # the page's views over the receiver's store, made on first visit
 
-    def views() -> Views | None:
-        if rx.log is None:
-            return None
+    def views() -> Views:
         with page_lock:
             if not page:
-                page.append(Views(LogStore(rx.log.path)))
+                page.append(Views(rx.store))
             return page[0]
 
     wait = read_timeout
@@ -200,7 +198,7 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
             else:
                 self._send(200, resp.SerializeToString(), PROTOBUF)
 
-        # -- read API --
+        # -- reading --
         def do_GET(self) -> None:
             url = urlparse(self.path)
             parts = [p for p in url.path.split("/") if p]
@@ -217,12 +215,13 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
                 return
             if not self._authorized():
                 return
-            try:
-                self._api(parts, parse_qs(url.query))
-            except KeyError as e:
-                self._json(404, {"error": str(e).strip("'\"")})
-            except ValueError as e:
-                self._json(400, {"error": str(e)})
+            if parts[:1] != ["api"]:
+                self._json(404, {"error": f"no route {url.path}"})
+                return
+            q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            raw = q.get("raw") in ("1", "true") and rx.token is not None
+            resp = read_api.answer(rx.store, parts, q, None if raw else rx.shaper.redact)
+            self._send(resp.status, resp.body, resp.content_type)
 
         def _ui(self, path: str, parts: list[str], query: dict[str, list[str]]) -> None:
             """The debugger page, behind the token when one is set: a browser opens
@@ -241,49 +240,7 @@ def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> ty
             if not (rx.authorized(self.headers.get("Authorization")) or rx.authorized(f"Bearer {held}")):
                 self._json(401, {"error": "missing or wrong token: open /ui?token=<token> once"})
                 return
-            v = views()
-            if v is None:
-                self._json(404, {"error": "this receiver keeps no event log, and the page reads the log"})
-                return
-            self._page(v, parts, q, rx.shaper.redact)
-
-        def _api(self, parts: list[str], query: dict[str, list[str]]) -> None:
-            """The read API. What it serves is shaped (secrets redacted) unless a token is set,
-            the caller holds it, and asks for ``?raw=1``."""
-            q = {k: v[-1] for k, v in query.items()}
-            rr = q.get("render_range")
-            render_range = int(rr) if rr is not None else None
-            raw = q.get("raw") in ("1", "true") and rx.token is not None
-            shape = None if raw else rx.shaper.redact
-            if parts == ["api", "traces"]:
-                total, rows = rx.index.trees(_filter(q), offset=_int(q, "offset", 0), limit=_int(q, "limit", 100))
-                listed = rx.listing(row["id"] for row in rows)
-                for row in rows:
-                    extra = listed.get(row["id"], {})
-                    row.update({k: extra[k] for k in ("top_calls", "functions", "in_memory") if k in extra})
-                self._reply(200, {"total": total, "traces": rows, **_page(q, total)}, shape)
-            elif len(parts) == 4 and parts[:2] == ["api", "traces"] and parts[3] == "tree":
-                self._reply_text(rx.session_tree(parts[2], render_range=render_range), shape)
-            elif len(parts) == 4 and parts[:2] == ["api", "spans"] and parts[3] == "tree":
-                if q.get("final") in ("1", "true"):
-                    text = rx.span_tree(parts[2], render_range=render_range)
-                else:
-                    text = rx.span_tree_as_seen(parts[2], render_range=render_range)
-                self._reply_text(text, shape)
-            elif parts == ["api", "calls"]:
-                total, rows = rx.index.calls(_filter(q), offset=_int(q, "offset", 0), limit=_int(q, "limit", 100))
-                self._reply(200, {"total": total, "calls": rows, **_page(q, total)}, shape)
-            elif len(parts) == 4 and parts[:2] == ["api", "calls"] and parts[3] == "context":
-                self._reply(200, rx.context(int(parts[2])), shape)
-            else:
-                raise KeyError(f"no route /{'/'.join(parts)}")
-
-        def _reply(self, status: int, obj: Any, shape: Any) -> None:
-            text = json.dumps(obj, ensure_ascii=False)
-            self._send(status, (shape(text) if shape else text).encode(), JSON)
-
-        def _reply_text(self, text: str, shape: Any) -> None:
-            self._send(200, (shape(text) if shape else text).encode(), "application/yaml")
+            self._page(views(), parts, q, rx.shaper.redact)
 
     return Handler
 
@@ -557,40 +514,3 @@ def serve_page(
     return _start(handler, host, port, read_timeout, max_connections, "callctx-ui-accept")
 
 
-def _int(q: dict[str, str], name: str, default: int) -> int:
-    value = q.get(name)
-    if value is None:
-        return default
-    n = int(value)  # ValueError: 400
-    if n < 0:
-        raise ValueError(f"{name} must not be negative")
-    return min(n, 1000) if name == "limit" else n
-
-
-def _ns(text: str | None) -> int | None:
-    """A time in a query: nanoseconds since the epoch, or ISO 8601."""
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e9)
-
-
-def _filter(q: dict[str, str]) -> Filter:
-    status = q.get("status")
-    if status is not None and status not in ("ok", "error", "running"):
-        raise ValueError("status is ok, error or running")
-    return Filter(
-        service=q.get("service"),
-        session=q.get("session"),
-        since_ns=_ns(q.get("since")),
-        until_ns=_ns(q.get("until")),
-        function=q.get("function"),
-        model=q.get("model"),
-        status=status,
-    )
-
-
-def _page(q: dict[str, str], total: int) -> dict[str, Any]:
-    offset, limit = _int(q, "offset", 0), _int(q, "limit", 100)
-    return {"offset": offset, "limit": limit, "next_offset": offset + limit if offset + limit < total else None}

@@ -1,524 +1,96 @@
-"""What the read API lists, kept as spans arrive: every model call and every trace, with the
-facts a team filters by (service, session, time, function, model, status) and their token
-usage, in SQLite beside the receiver's log (in memory without a log). Requests page through
-it; nothing re-reads the log to list. A call's context is read from the log by the byte range
-of its records, which the index keeps.
+"""The local store's index: every span, model call, trace and text of an event log, with
+where its records are in the log, in SQLite (a file beside the log, or in memory).
 
-Each request's spans go in in one transaction: their rows are made in Python first, inserted
-by ``executemany`` with statements SQLite keeps prepared (lookups by lists of ids padded to one
-length), and the function and call path of a foreign model call are worked out before its row
-goes in (a call whose chain waits for a span not here yet is updated when that span arrives).
-The schema's version is SQLite's ``user_version``: an index of another version is emptied, and
-the receiver then rebuilds it from its log.
+The log is the source of truth; the index is what listings and lookups read instead of the
+log, and it can always be made again from the log. It is fed a block of located records at a
+time (:meth:`Index.add`, from :class:`callctx.projection.log_reader.LogTail`), each block in
+one transaction together with where the tail stands (``offset``, ``line``, the log's
+``identity``): a process killed at any point leaves an index that covers the log up to some
+block boundary, and the next one resumes from there. An index of another schema version, or
+of another log, is emptied and made again.
 
-Threading: one connection, used under the index's own lock. Errors: SQLite errors propagate
-(the transports answer 500 for a read; the receiver logs an ingest's and carries on, since the
-log has the spans).
+Rows per span (its start and end records' byte ranges; a span's start and end may arrive in
+either order, and again: each counts once), per model call (the facts readers filter by, its
+usage, and for callctx's own calls the manifest), per trace (times, counts, services, the
+trees it belongs to) and per text (``Blob``). A foreign call's function is its nearest agentic
+ancestor (:func:`callctx.projection.ancestry.agentic_chain`); when the chain reaches a span
+not indexed yet, the call waits for it in ``pending`` and is resolved when it arrives.
+
+Threading: one connection, used under the index's lock; any thread may call any method.
+Errors: ``sqlite3.Error`` propagates; numbers SQLite cannot hold (hostile spans) are clamped
+to 64 bits, and a record the index cannot take is counted (``refused``) and skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import repeat
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from callctx.projection import schema as s
-from callctx.projection.batch import Received
+from callctx.projection.ancestry import Ancestor, Chain, agentic_chain
+from callctx.projection.calls import ModelCall, RunStatus, Usage, model_call
 from callctx.projection.dialects import classify, conversation, function_name
-from callctx.projection.llm import _USAGE, LANGFUSE_USAGE, model_of, provider_of, usage_of
-from callctx.projection.spans import SpanData
+from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted
+from callctx.projection.log_reader import Located
 
-_VERSION = 2  # the schema's, in SQLite's user_version: an index of another version is made anew
-_TABLES = ("spans", "calls", "blobs", "meta", "traces")
-# spans: what a call's chain is resolved through and the trees' function filter reads (no more)
+from .model import Filter, Spend
+
+log = logging.getLogger(__name__)
+
+VERSION = 4  # the schema's, in SQLite's user_version: an index of another version is made anew
+_TABLES = ("spans", "calls", "traces", "memberships", "blobs", "extras", "pending", "meta")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
-    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, function TEXT
+    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, name TEXT, kind TEXT, function TEXT,
+    start_ns INTEGER, end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT,
+    start_at INTEGER, start_len INTEGER, end_at INTEGER, end_len INTEGER,
+    started INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, start_ns);
+CREATE INDEX IF NOT EXISTS spans_parent ON spans(parent_id, start_ns);
+CREATE INDEX IF NOT EXISTS spans_function ON spans(function) WHERE kind = 'agentic';
 CREATE TABLE IF NOT EXISTS calls (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER NOT NULL,
-    end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT, model TEXT, provider TEXT,
-    function TEXT, call_path TEXT, resolved INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL,
-    input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER,
-    log_offset INTEGER, log_length INTEGER
+    end_ns INTEGER, status TEXT NOT NULL, error TEXT, service TEXT, session TEXT, model TEXT, provider TEXT,
+    function TEXT, path TEXT NOT NULL DEFAULT '[]', manifest TEXT,
+    input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER
 );
 CREATE INDEX IF NOT EXISTS calls_order ON calls(start_ns, span_id);
 CREATE INDEX IF NOT EXISTS calls_trace ON calls(trace_id);
-CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, log_offset INTEGER NOT NULL, log_length INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
-CREATE INDEX IF NOT EXISTS spans_function ON spans(function) WHERE kind = 'agentic';
 CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY, session TEXT, first INTEGER, last INTEGER, spans INTEGER, errors INTEGER,
-    running INTEGER, services TEXT, calls INTEGER, input INTEGER, output INTEGER, cache_read INTEGER,
-    cache_write INTEGER, models TEXT
+    trace_id TEXT PRIMARY KEY, session TEXT, tree TEXT NOT NULL, rooted INTEGER NOT NULL DEFAULT 0, first INTEGER,
+    last INTEGER, spans INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0,
+    services TEXT NOT NULL DEFAULT '[]'
 );
+CREATE INDEX IF NOT EXISTS traces_tree ON traces(tree, first);
+CREATE TABLE IF NOT EXISTS memberships (tree TEXT NOT NULL, trace_id TEXT NOT NULL, PRIMARY KEY (tree, trace_id));
+CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, at INTEGER NOT NULL, len INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS extras (trace_id TEXT NOT NULL, at INTEGER NOT NULL, len INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS extras_trace ON extras(trace_id);
+CREATE TABLE IF NOT EXISTS pending (missing TEXT NOT NULL, call TEXT NOT NULL, PRIMARY KEY (missing, call));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 """
 
-_COLUMNS = (
-    "span_id, trace_id, parent_id, start_ns, end_ns, status, error, service, session, model, provider, "
-    "function, call_path, ours, input, output, cache_read, cache_write, log_offset, log_length"
-)
-
-
-@dataclass(frozen=True)
-class Filter:
-    """What a listing keeps (every field optional; times in ns since the epoch)."""
-
-    service: str | None = None
-    session: str | None = None
-    since_ns: int | None = None
-    until_ns: int | None = None
-    function: str | None = None
-    model: str | None = None
-    status: str | None = None  # ok | error | running
-
-
-class Index:
-    """Model calls and traces, indexed as spans arrive."""
-
-    def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self._db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False)
-        if self._db.execute("PRAGMA user_version").fetchone()[0] != _VERSION:  # new, or of an older schema
-            self._db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _TABLES))
-            self._db.execute(f"PRAGMA user_version = {_VERSION}")
-        self._db.executescript(_SCHEMA)
-        self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
-        self._db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is rebuilt from it
-        self._lock = threading.Lock()
-        self._waiting: dict[str, list[str]] = {}  # a span not here yet -> the calls whose chain stops at it
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def complete_at(self) -> int | None:
-        """The log size the index was closed at (None: not closed cleanly, or never)."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'complete_at'").fetchone()
-        return row[0] if row else None
-
-    def mark_complete(self, log_size: int | None) -> None:
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM meta WHERE key = 'complete_at'")
-            if log_size is not None and log_size >= 0:
-                self._db.execute("INSERT INTO meta VALUES ('complete_at', ?)", (log_size,))
-
-    def rebuild(self, log_path: str | os.PathLike[str]) -> None:
-        """Index a whole receiver log (each span's start and end records sit together there)."""
-        from callctx.projection.events import Blob, SpanEnded, SpanStarted, decode
-
-        starts: dict[str, tuple[SpanStarted, int]] = {}
-        batch: list[tuple[SpanData, int | None, int | None]] = []
-        blobs: dict[str, tuple[int, int]] = {}
-        offset = 0
-        with open(log_path, "rb") as f:
-            for line in f:
-                at, offset = offset, offset + len(line)
-                if not line.endswith(b"\n"):
-                    break  # a torn last record
-                try:
-                    rec = decode(line)
-                except ValueError:
-                    continue
-                t = type(rec)
-                if t is Blob:
-                    blobs[rec.hash] = (at, len(line))
-                elif t is SpanStarted:
-                    starts[rec.span_id] = (rec, at)
-                elif t is SpanEnded and rec.span_id in starts:
-                    st, first = starts.pop(rec.span_id)
-                    batch.append((_span(st, rec), first, offset - first))
-                if len(batch) >= 5000:
-                    self.add(batch, blobs)
-                    batch, blobs = [], {}
-        batch.extend((_span(st, None), first, None) for st, first in starts.values())  # never ended
-        self.add(batch, blobs)
-
-    # ---- feeding ------------------------------------------------------------------------------
-    def add(
-        self, spans: Iterable[tuple[SpanData, int | None, int | None]], blobs: Mapping[str, tuple[int, int]]
-    ) -> None:
-        """Index one request's spans, each with the byte offset and length of its records in
-        the log (None without a log), and the texts it carried by hash -> (offset, length)."""
-        self._add(
-            (
-                (sp.span_id, sp.trace_id, sp.parent_id, sp.name, sp.start_ns, sp.end_ns, sp.attributes, sp.status,
-                 sp.error, sp.resource, offset, length, None, None)
-                for sp, offset, length in spans
-            ),
-            blobs,
-        )  # fmt: skip
-
-    def add_received(
-        self,
-        spans: Sequence[tuple[Received, int | None, int | None]],
-        blobs: Mapping[str, tuple[int, int]],
-        kinds: Sequence[tuple[str | None, str | None]] | None = None,
-    ) -> None:
-        """:meth:`add` for spans as the receiver decodes them (:class:`Received`); ``kinds``:
-        each span's kind and function name when the fold has just worked them out from its
-        start record (None, None: worked out here, the same way)."""
-        self._add(
-            (
-                (r.span_id, r.trace_id, st.parent_id, st.name, r.start_ns, r.end_ns, st.attributes, r.status, r.error,
-                 st.resource, offset, length, kind, fn)
-                for (r, offset, length), (kind, fn) in zip(spans, kinds or repeat(_UNKNOWN), strict=kinds is not None)
-                for st in (r.started,)
-            ),
-            blobs,
-        )  # fmt: skip
-
-    def _add(self, spans: Iterable[tuple[Any, ...]], blobs: Mapping[str, tuple[int, int]]) -> None:
-        """Index spans given as (span id, trace id, parent id, name, start, end, attributes,
-        status, status message, resource, log offset, log length, kind, function): the rows are
-        made first, then go in in one transaction, by ``executemany`` with statements SQLite
-        keeps prepared."""
-        span_rows = []  # what the spans table keeps
-        facts = []  # (trace id, start, end, status, service, session) of each span, for its trace's totals
-        call_rows = []
-        resource: Any = None
-        service = None
-        for (span_id, trace_id, parent_id, name, start_ns, end_ns, a, status, error, res, offset, length, kind,
-             fn) in spans:  # fmt: skip
-            if kind is None:
-                kind = classify(name, a)
-                fn = function_name(name, kind, a)
-            if res is not resource:  # the spans of one resource come together
-                resource, service = res, _service(res)
-            if not -_I64 <= start_ns <= _I64:
-                start_ns = _i64(start_ns)
-            if not -_I64 <= end_ns <= _I64:
-                end_ns = _i64(end_ns)
-            session = conversation(a)
-            span_rows.append((span_id, trace_id, parent_id, kind, fn))
-            facts.append((trace_id, start_ns, end_ns, status, service, session))
-            if kind == "llm":
-                usage = usage_of(a) if not _USAGE_KEYS.isdisjoint(a) else None
-                if usage:
-                    get = usage.get
-                    tokens = (_i64(get("input")), _i64(get("output")), _i64(get("cache_read")),
-                              _i64(get("cache_write")))  # fmt: skip
-                else:
-                    tokens = _NO_USAGE
-                ours = isinstance(a.get(s.CONTEXT), str)
-                call_rows.append(
-                    (span_id, trace_id, parent_id, start_ns, end_ns, "error" if status == "error" else "ok", error,
-                     service, session, model_of(a), provider_of(a), a.get(s.FUNCTION) if ours else None,
-                     a.get(s.CALL_PATH) if ours else None, int(ours), int(ours),
-                     *tokens, offset, length)
-                )  # fmt: skip
-        if not span_rows and not blobs:
-            return
-        with self._lock, self._db:
-            fresh = self._insert_spans(span_rows)
-            if fresh is None:  # all of them
-                new_spans, new_facts, new_calls = span_rows, facts, call_rows
-            else:
-                new_spans = [r for r in span_rows if r[0] in fresh]
-                new_facts = [f for r, f in zip(span_rows, facts, strict=True) if r[0] in fresh]
-                new_calls = [c for c in call_rows if c[0] in fresh]
-            self._traces(new_facts, new_calls)
-            self._resolve(call_rows, new_calls, new_spans)
-            if call_rows:
-                self._db.executemany(_INSERT_CALL, call_rows)
-            if blobs:
-                self._db.executemany(_INSERT_BLOB, [(h, o, n) for h, (o, n) in blobs.items()])
-
-    def _insert_spans(self, rows: list[tuple[Any, ...]]) -> set[str] | None:
-        """Insert the span rows (the first of a span id wins); the ids that were not indexed
-        before, or None when that is all of them (the rows go in first, under a savepoint, and
-        are looked up only when some were there already)."""
-        db = self._db
-        if not db.in_transaction:  # so that releasing the savepoint does not commit: one transaction
-            db.execute("BEGIN")
-        db.execute("SAVEPOINT spans")
-        before = db.total_changes
-        db.executemany(_INSERT_SPAN, rows)
-        if db.total_changes - before == len(rows):
-            db.execute("RELEASE spans")
-            return None
-        db.execute("ROLLBACK TO spans")
-        db.execute("RELEASE spans")
-        ids = [r[0] for r in rows]
-        fresh = set(ids)
-        for chunk in _padded(ids):
-            fresh.difference_update(row[0] for row in db.execute(_KNOWN_SPANS, chunk))
-        db.executemany(_INSERT_SPAN, rows)
-        return fresh
-
-    def _traces(self, facts: list[tuple[Any, ...]], call_rows: list[tuple[Any, ...]]) -> None:
-        """Fold new spans (their facts) and calls into their traces' totals."""
-        per: dict[str, dict[str, Any]] = {}
-        for tid, start, end, status, service, session in facts:
-            t = per.get(tid)
-            if t is None:
-                t = per[tid] = {"session": None, "first": start, "last": end or start, "spans": 0, "errors": 0,
-                                "running": 0, "services": set(), "calls": 0, "usage": [0, 0, 0, 0],
-                                "models": set()}  # fmt: skip
-            t["session"] = t["session"] or session
-            if start < t["first"]:
-                t["first"] = start
-            last = end or start
-            if last > t["last"]:
-                t["last"] = last
-            t["spans"] += 1
-            t["errors"] += status == "error"
-            t["running"] += end is None
-            if service:
-                t["services"].add(service)
-        for row in call_rows:
-            t = per[row[1]]
-            t["calls"] += 1
-            for i, v in enumerate(row[15:19]):  # input, output, cache read, cache write
-                t["usage"][i] += v or 0
-            if row[9]:
-                t["models"].add(row[9])
-        db = self._db
-        for tid, t in per.items():
-            old = db.execute("SELECT services, models FROM traces WHERE trace_id = ?", (tid,)).fetchone()
-            services, models = t["services"], t["models"]
-            if old is not None:
-                services |= set(filter(None, (old[0] or "").split(",")))
-                models |= set(filter(None, (old[1] or "").split(",")))
-            db.execute(
-                _UPSERT_TRACE,
-                (tid, t["session"], t["first"], t["last"], t["spans"], t["errors"], t["running"],
-                 ",".join(sorted(services)), t["calls"], *t["usage"], ",".join(sorted(models))),
-            )  # fmt: skip
-
-    def _resolve(
-        self, call_rows: list[tuple[Any, ...]], new_calls: list[tuple[Any, ...]], new_spans: list[tuple[Any, ...]]
-    ) -> None:
-        """Name the function and call path of foreign calls whose ancestors have arrived (the
-        nearest agentic ancestor; plain spans are transparent): the calls of this request
-        (their rows, in ``call_rows``, are filled in before they go in), and calls already in
-        whose chain stopped at a span that has just arrived (updated). A chain that stops at a
-        span not here yet waits for it (``_waiting``), so each request pays only for what it
-        brought. The spans just added are looked up in memory, earlier ones once per request."""
-        db = self._db
-        waiting = self._waiting
-        spans: dict[str, tuple[Any, ...] | None] = {}  # span id -> (parent id, kind, function); None: not here
-        for r in new_spans:
-            if r[0] not in spans:  # the first of a span id is the one inserted
-                spans[r[0]] = (r[2], r[3], r[4])
-        first: dict[str, int] = {}  # a new call -> its first row in call_rows (the one inserted)
-        if new_calls:
-            fresh = {c[0] for c in new_calls}
-            for i, c in enumerate(call_rows):
-                if c[0] in fresh and c[0] not in first:
-                    first[c[0]] = i
-        earlier: list[str] = []
-        if waiting:
-            for r in new_spans:
-                earlier.extend(waiting.pop(r[0], ()))
-        if not first and not earlier:
-            return
-
-        def chain_of(call_id: str, sid: str | None) -> tuple[str | None, str | None, int]:
-            chain: list[str] = []
-            complete = True
-            seen: set[str] = set()
-            while sid is not None and sid not in seen and len(seen) < 1000:
-                seen.add(sid)
-                if sid in spans:
-                    up = spans[sid]
-                else:
-                    up = spans[sid] = db.execute(_SPAN_UP, (sid,)).fetchone()
-                if up is None:
-                    complete = False
-                    waiting.setdefault(sid, []).append(call_id)
-                    break
-                if up[1] == "agentic":
-                    chain.append(up[2])
-                sid = up[0]
-            return (chain[0] if chain else None), (" → ".join(reversed(chain)) or None), int(complete)
-
-        for call_id, i in first.items():
-            row = call_rows[i]
-            if not row[13]:  # not resolved (ours are resolved as they come)
-                call_rows[i] = (*row[:11], *chain_of(call_id, row[2]), *row[14:])
-        if not earlier:
-            return
-        todo = [c for c in dict.fromkeys(earlier) if c not in first]
-        known: dict[str, tuple[Any, Any]] = {}
-        for chunk in _padded(todo):  # each call, and the span its chain goes up to first
-            for call_id, parent_id, resolved, up_id, *up in db.execute(_CALLS_TO_RESOLVE, chunk):
-                known[call_id] = (parent_id, resolved)
-                if up_id is not None and up_id not in spans:
-                    spans[up_id] = tuple(up)
-        updates = []
-        for call_id in todo:
-            row = known.get(call_id)
-            if row is not None and not row[1]:
-                updates.append((*chain_of(call_id, row[0]), call_id))
-        if updates:
-            db.executemany("UPDATE calls SET function = ?, call_path = ?, resolved = ? WHERE span_id = ?", updates)
-
-    # ---- reading ------------------------------------------------------------------------------
-    @staticmethod
-    def _calls_where(f: Filter) -> tuple[str, list[Any]]:
-        status = {"running": ("end_ns IS NULL", True)}.get(f.status or "", ("status = ?", f.status))
-        return _where(
-            ("service = ?", f.service),
-            ("session = ?", f.session),
-            ("model = ?", f.model),
-            ("start_ns >= ?", f.since_ns),
-            ("start_ns < ?", f.until_ns),
-            ("function = ?", f.function),
-            status,
-        )
-
-    def calls(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
-        """(how many calls match, one page of them): numbered from 1 in start order over all
-        calls, whatever the filter."""
-        where, args = self._calls_where(f)
-        with self._lock:
-            total = self._db.execute(f"SELECT count(*) FROM calls WHERE {where}", args).fetchone()[0]
-            rows = self._db.execute(
-                f"SELECT (SELECT count(*) FROM calls c2 WHERE (c2.start_ns, c2.span_id) <= (c.start_ns, c.span_id)), "
-                f"{_COLUMNS} FROM calls c WHERE {where} ORDER BY start_ns, span_id LIMIT ? OFFSET ?",
-                [*args, limit, offset],
-            ).fetchall()
-        return total, [_call(r) for r in rows]
-
-    def call(self, n: int) -> dict[str, Any] | None:
-        """Call ``n`` (from 1, in start order), with where its records are in the log."""
-        if n < 1:
-            return None
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT ?, {_COLUMNS} FROM calls ORDER BY start_ns, span_id LIMIT 1 OFFSET ?", (n, n - 1)
-            ).fetchone()
-        return _call(row, internal=True) if row else None
-
-    def count_calls(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT count(*) FROM calls").fetchone()[0]
-
-    def blob_ranges(self, hashes: Iterable[str]) -> dict[str, tuple[int, int]]:
-        wanted = list(hashes)
-        with self._lock:
-            rows = [
-                self._db.execute("SELECT hash, log_offset, log_length FROM blobs WHERE hash = ?", (h,)).fetchone()
-                for h in wanted
-            ]
-        return {r[0]: (r[1], r[2]) for r in rows if r}
-
-    def trees(self, f: Filter = Filter(), *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
-        """(how many trees match, one page): a tree is a session, or a trace outside any
-        session; each with its services, time span, span and call counts, status and token totals."""
-        where, args = _where(
-            ("session = ?", f.session),
-            ("first >= ?", f.since_ns),
-            ("first < ?", f.until_ns),
-            ("(',' || services || ',') LIKE ?", f"%,{f.service},%" if f.service is not None else None),
-            ("(',' || models || ',') LIKE ?", f"%,{f.model},%" if f.model is not None else None),
-            ("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)", f.function),
-        )
-        group = (
-            "SELECT coalesce(session, trace_id) AS key, min(first), max(last), sum(spans), sum(errors), "
-            "sum(running), group_concat(services), sum(calls), sum(input), sum(output), sum(cache_read), "
-            f"sum(cache_write), group_concat(models) FROM traces WHERE {where} GROUP BY key"
-        )
-        status = {"error": " HAVING sum(errors) > 0", "running": " HAVING sum(running) > 0",
-                  "ok": " HAVING sum(errors) = 0 AND sum(running) = 0"}.get(f.status or "", "")  # fmt: skip
-        group += status
-        with self._lock:
-            total = self._db.execute(f"SELECT count(*) FROM ({group})", args).fetchone()[0]
-            rows = self._db.execute(
-                f"SELECT * FROM ({group}) ORDER BY 2, 1 LIMIT ? OFFSET ?", [*args, limit, offset]
-            ).fetchall()
-        out = []
-        for key, first, last, n, errors, running, services, calls, i, o, cr, cw, models in rows:
-            out.append(
-                {
-                    "id": key,
-                    "services": sorted(set(filter(None, (services or "").split(",")))),
-                    "start_ns": first,
-                    "end_ns": last,
-                    "spans": n,
-                    "status": "error" if errors else ("running" if running else "ok"),
-                    "calls": calls,
-                    "usage": _usage(i, o, cr, cw),
-                    "models": sorted(set(filter(None, (models or "").split(",")))),
-                }
-            )
-        return total, out
-
-
-def _span(start: Any, end: Any) -> SpanData:
-    """A span from its two records (``end`` None: it never ended)."""
-    return SpanData(
-        trace_id=start.trace_id,
-        span_id=start.span_id,
-        parent_id=start.parent_id,
-        name=start.name,
-        start_ns=start.start_ns,
-        end_ns=end.end_ns if end is not None else start.start_ns,
-        attributes={**start.attributes, **(end.attributes if end is not None else {})},
-        status=end.status if end is not None else "unset",
-        error=end.error if end is not None else None,
-        resource=start.resource,
-    )
-
-
 _I64 = (1 << 63) - 1
+_IN = 256  # ids per lookup: shorter lists are padded with NULL, so one prepared statement serves all
+_IN_LIST = ",".join("?" * _IN)
+_TREE = "tree"
 
 
 def _i64(value: int | None) -> int | None:
     """A number SQLite can hold (OTLP times are unsigned 64-bit; hostile spans use the top bit)."""
-    return None if value is None else max(-_I64, min(int(value), _I64))
+    if value is None:
+        return None
+    return value if -_I64 <= value <= _I64 else max(-_I64, min(value, _I64))
 
 
-def _usage(i: int | None, o: int | None, cr: int | None, cw: int | None) -> dict[str, int]:
-    return {k: v for k, v in (("input", i), ("output", o), ("cache_read", cr), ("cache_write", cw)) if v}
-
-
-def _where(*clauses: tuple[str, Any]) -> tuple[str, list[Any]]:
-    """A WHERE clause of the conditions whose value is given (a ``?`` in the condition takes
-    the value; a condition without one is kept as it is when its value is not None)."""
-    sql, args = ["1=1"], []
-    for condition, value in clauses:
-        if value is None:
-            continue
-        sql.append(condition)
-        if "?" in condition:
-            args.append(value)
-    return " AND ".join(sql), args
-
-
-_USAGE_KEYS = frozenset({LANGFUSE_USAGE, *(k for keys in _USAGE.values() for k in keys)})  # what usage_of reads
-_UNKNOWN = (None, None)
-_NO_USAGE = (None, None, None, None)
-_IN = 256  # ids per lookup: shorter lists are padded with NULL, so one prepared statement serves all
-_IN_LIST = ",".join("?" * _IN)
-_KNOWN_SPANS = f"SELECT span_id FROM spans WHERE span_id IN ({_IN_LIST})"
-_CALLS_TO_RESOLVE = (
-    "SELECT c.span_id, c.parent_id, c.resolved, p.span_id, p.parent_id, p.kind, p.function "
-    f"FROM calls c LEFT JOIN spans p ON p.span_id = c.parent_id WHERE c.span_id IN ({_IN_LIST})"
-)
-_SPAN_UP = "SELECT parent_id, kind, function FROM spans WHERE span_id = ?"
-_INSERT_SPAN = "INSERT OR IGNORE INTO spans VALUES (?,?,?,?,?)"
-_INSERT_CALL = (
-    f"INSERT OR IGNORE INTO calls ({_COLUMNS.replace('ours', 'resolved, ours')}) VALUES ({','.join('?' * 21)})"
-)
-_INSERT_BLOB = "INSERT OR IGNORE INTO blobs VALUES (?,?,?)"
-_UPSERT_TRACE = (
-    "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
-    "session = coalesce(session, excluded.session), first = min(first, excluded.first), "
-    "last = max(last, excluded.last), spans = spans + excluded.spans, errors = errors + excluded.errors, "
-    "running = running + excluded.running, services = excluded.services, calls = calls + excluded.calls, "
-    "input = input + excluded.input, output = output + excluded.output, "
-    "cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write, "
-    "models = excluded.models"
-)
-
-
-def _padded(ids: list[str]) -> Iterable[list[str | None]]:
+def _padded(ids: Sequence[str]) -> Iterator[list[str | None]]:
     """``ids`` in lists of exactly ``_IN`` (the last padded with None, which matches nothing)."""
     for i in range(0, len(ids), _IN):
         chunk: list[str | None] = list(ids[i : i + _IN])
@@ -527,31 +99,650 @@ def _padded(ids: list[str]) -> Iterable[list[str | None]]:
         yield chunk
 
 
-def _service(resource: Mapping[str, Any]) -> str | None:
-    name = resource.get("service.name")
-    return name if isinstance(name, str) else None
+def run_status(started: bool, ended: bool, status: str | None) -> RunStatus:
+    if not ended or not started:
+        return "running"
+    return "error" if status == "error" else "ok"
 
 
-def _call(row: tuple[Any, ...], *, internal: bool = False) -> dict[str, Any]:
-    (n, span_id, trace_id, parent_id, start, end, status, error, service, session, model, provider, function,
-     call_path, ours, i, o, cr, cw, offset, length) = row  # fmt: skip
-    out = {
-        "index": n,
-        "span_id": span_id,
-        "trace_id": trace_id,
-        "function": function,
-        "call_path": call_path,
-        "service": service,
-        "session": session,
-        "model": model,
-        "provider": provider,
-        "status": "running" if end is None else status,
-        "error": error,
-        "start_ns": start,
-        "latency_ms": (end - start) / 1e6 if end is not None else None,
-        "usage": _usage(i, o, cr, cw),
-        "reconstructed": not ours,
-    }
-    if internal:
-        out["log_offset"], out["log_length"], out["parent_id"] = offset, length, parent_id
-    return out
+class _Known:
+    """What the index already holds of one span (a row of ``spans``)."""
+
+    __slots__ = ("ended", "function", "kind", "ours", "parent_id", "service", "session", "started", "trace_id")
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        (self.trace_id, self.parent_id, self.kind, self.function, self.service, self.session,
+         started, ended, ours) = row  # fmt: skip
+        self.started, self.ended, self.ours = bool(started), bool(ended), bool(ours)
+
+
+class Index:
+    """Spans, model calls, traces and texts of one event log, indexed as its records arrive.
+
+    ``read_back(offset, length)`` gives the record at a place in the log (used when a model
+    call's start arrives after its end, to read the end's usage back)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, read_back: Callable[[int, int], Record | None]) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self._read_back = read_back
+        self._db = sqlite3.connect(":memory:" if path is None else os.fspath(path), check_same_thread=False)
+        db = self._db
+        if db.execute("PRAGMA user_version").fetchone()[0] != VERSION:  # new, or of an older schema
+            db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _TABLES))
+            db.execute(f"PRAGMA user_version = {VERSION}")
+        db.executescript(_SCHEMA)
+        db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
+        db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is made again from it
+        self.lock = threading.RLock()
+        self.refused = 0  # records the index could not take
+
+    def close(self) -> None:
+        with self.lock:
+            self._db.close()
+
+    # ---- where the index stands in the log ---------------------------------------------------
+    def position(self) -> tuple[int, int, str | None]:
+        """(bytes of the log indexed, lines, the log's identity) as the last block left them."""
+        with self.lock:
+            rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        return int(rows.get("offset", 0)), int(rows.get("line", 0)), rows.get("identity")
+
+    def reset(self) -> None:
+        """Forget everything (the log was replaced)."""
+        with self.lock, self._db:
+            for table in _TABLES:
+                self._db.execute(f"DELETE FROM {table}")
+
+    # ---- feeding ------------------------------------------------------------------------------
+    def add(self, block: Sequence[Located], *, offset: int, line: int, identity: str | None) -> None:
+        """Index one block of records, and where the tail stands after it, in one transaction."""
+        starts: dict[str, Located] = {}
+        ends: dict[str, Located] = {}
+        blobs: list[tuple[str, int, int]] = []
+        extras: list[tuple[str, int, int]] = []
+        for item in block:
+            rec = item.record
+            t = type(rec)
+            if t is SpanStarted:
+                starts.setdefault(rec.span_id, item)  # type: ignore[union-attr]
+            elif t is SpanEnded:
+                ends.setdefault(rec.span_id, item)  # type: ignore[union-attr]
+            elif t is Blob:
+                blobs.append((rec.hash, item.offset, item.length))  # type: ignore[union-attr]
+            elif t is Collapsed:
+                extras.append((rec.trace_id, item.offset, item.length))  # type: ignore[union-attr]
+        with self.lock, self._db:
+            if starts or ends:
+                _Block(self, starts, ends).apply()
+            if blobs:
+                self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?,?,?)", blobs)
+            if extras:
+                self._db.executemany("INSERT INTO extras VALUES (?,?,?)", extras)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("offset", offset), ("line", line), ("identity", identity)],
+            )
+
+    def known(self, ids: Sequence[str]) -> dict[str, _Known]:
+        out: dict[str, _Known] = {}
+        for chunk in _padded(ids):
+            for row in self._db.execute(
+                "SELECT span_id, trace_id, parent_id, kind, function, service, session, started, ended, ours "
+                f"FROM spans WHERE span_id IN ({_IN_LIST})",
+                chunk,
+            ):
+                out[row[0]] = _Known(row[1:])
+        return out
+
+    # ---- reading: calls -----------------------------------------------------------------------
+    _CALL_COLUMNS = (
+        "c.span_id, c.trace_id, c.parent_id, c.start_ns, c.end_ns, c.status, c.error, c.service, c.session, "
+        "c.model, c.provider, c.function, c.path, c.manifest, c.input, c.output, c.cache_read, c.cache_write, "
+        f"(SELECT {_TREE} FROM traces t WHERE t.trace_id = c.trace_id)"
+    )
+
+    def _call(self, row: tuple[Any, ...], index: int) -> ModelCall:
+        (span_id, trace_id, parent_id, start, end, status, error, service, session, model, provider, function,
+         path, manifest, i, o, cr, cw, tree) = row  # fmt: skip
+        return ModelCall(
+            index=index, trace_id=trace_id, span_id=span_id, parent_id=parent_id, start_ns=start, end_ns=end,
+            provider=provider, model=model, function=function, path=json.loads(path), manifest=manifest,
+            status=status, error=error, usage=Usage(i, o, cr, cw), service=service, session=session,
+            tree=tree or trace_id,
+        )  # fmt: skip
+
+    def _calls_where(self, f: Filter) -> tuple[str, list[Any]]:
+        status = {"running": ("c.end_ns IS NULL AND c.status = 'running'", True)}.get(
+            f.status or "", ("c.status = ?", f.status)
+        )
+        return _where(
+            ("c.service = ?", f.service),
+            ("c.session = ?", f.session),
+            ("c.trace_id IN (SELECT trace_id FROM memberships WHERE tree = ?)", f.tree),
+            ("c.model = ?", f.model),
+            ("c.start_ns >= ?", f.since_ns),
+            ("c.start_ns < ?", f.until_ns),
+            ("c.function = ?", f.function),
+            status,
+            ("c.manifest IS NOT NULL", True if f.ours is True else None),
+            ("c.manifest IS NULL", True if f.ours is False else None),
+        )
+
+    def calls(self, f: Filter, offset: int, limit: int) -> tuple[int, list[ModelCall]]:
+        """(how many calls match, one page of them), numbered in start order over all calls."""
+        where, args = self._calls_where(f)
+        with self.lock:
+            db = self._db
+            total = db.execute(f"SELECT count(*) FROM calls c WHERE {where}", args).fetchone()[0]
+            rows = db.execute(
+                f"SELECT {self._CALL_COLUMNS} FROM calls c WHERE {where} ORDER BY c.start_ns, c.span_id "
+                "LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+            if where == "1=1":
+                numbers = range(offset + 1, offset + 1 + len(rows))
+            else:
+                numbers = [self._number(r[3], r[0]) for r in rows]
+            return total, [self._call(r, n) for r, n in zip(rows, numbers, strict=True)]
+
+    def _number(self, start_ns: int, span_id: str) -> int:
+        return self._db.execute(
+            "SELECT count(*) FROM calls WHERE (start_ns, span_id) <= (?, ?)", (start_ns, span_id)
+        ).fetchone()[0]
+
+    def call(self, n: int) -> ModelCall | None:
+        """Call ``n`` (from 1, in start order)."""
+        if n < 1:
+            return None
+        with self.lock:
+            row = self._db.execute(
+                f"SELECT {self._CALL_COLUMNS} FROM calls c ORDER BY c.start_ns, c.span_id LIMIT 1 OFFSET ?",
+                (n - 1,),
+            ).fetchone()
+        return self._call(row, n) if row else None
+
+    def count_calls(self) -> int:
+        with self.lock:
+            return self._db.execute("SELECT count(*) FROM calls").fetchone()[0]
+
+    def call_numbers(self, span_ids: Sequence[str]) -> dict[str, int]:
+        """The numbers of the model calls among ``span_ids``."""
+        out: dict[str, int] = {}
+        with self.lock:
+            for chunk in _padded(span_ids):
+                for sid, start in self._db.execute(
+                    f"SELECT span_id, start_ns FROM calls WHERE span_id IN ({_IN_LIST})", chunk
+                ).fetchall():
+                    out[sid] = self._number(start, sid)
+        return out
+
+    # ---- reading: trees -----------------------------------------------------------------------
+    def trees(self, f: Filter, offset: int, limit: int) -> tuple[int, list[tuple[Any, ...]]]:
+        """(how many trees match, one page: key, kind, first, last, spans, ended, errors, services)."""
+        where, args = _where(
+            ("session = ?", f.session),
+            ("first >= ?", f.since_ns),
+            ("first < ?", f.until_ns),
+            ("EXISTS (SELECT 1 FROM json_each(services) WHERE value = ?)", f.service),
+            ("trace_id IN (SELECT trace_id FROM calls WHERE model = ?)", f.model),
+            ("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)", f.function),
+        )
+        group = (
+            f"SELECT {_TREE} AS key, max(tree != trace_id), min(first), max(last), sum(spans), sum(ended), "
+            f"sum(errors), group_concat(services, '\x1f') FROM traces WHERE {where} GROUP BY key"
+        )
+        having = {
+            "error": " HAVING sum(errors) > 0",
+            "running": " HAVING sum(errors) = 0 AND sum(spans) > sum(ended)",
+            "interrupted": " HAVING 0",
+            "ok": " HAVING sum(errors) = 0 AND sum(spans) <= sum(ended)",
+        }.get(f.status or "", "")
+        group += having
+        with self.lock:
+            total = self._db.execute(f"SELECT count(*) FROM ({group})", args).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT * FROM ({group}) ORDER BY 3, 1 LIMIT ? OFFSET ?", [*args, limit, offset]
+            ).fetchall()
+        return total, rows
+
+    def span_count(self) -> int:
+        with self.lock:
+            return self._db.execute("SELECT count(*) FROM spans WHERE started").fetchone()[0]
+
+    def tree_count(self) -> int:
+        with self.lock:
+            return self._db.execute(f"SELECT count(DISTINCT {_TREE}) FROM traces").fetchone()[0]
+
+    def tree_calls(self, keys: Sequence[str]) -> dict[str, tuple[int, list[Spend], list[str]]]:
+        """Per tree: (its model calls, usage per provider and model, its models)."""
+        out: dict[str, tuple[int, list[Spend], list[str]]] = {}
+        if not keys:
+            return out
+        marks = ",".join("?" * len(keys))
+        with self.lock:
+            rows = self._db.execute(
+                "SELECT t.tree AS key, c.provider, c.model, count(*), sum(c.input), "
+                "sum(c.output), sum(c.cache_read), sum(c.cache_write) FROM calls c JOIN traces t USING (trace_id) "
+                f"WHERE t.tree IN ({marks}) GROUP BY key, c.provider, c.model "
+                "ORDER BY key, c.provider, c.model",
+                list(keys),
+            ).fetchall()
+        for key, provider, model, n, i, o, cr, cw in rows:
+            count, spend, models = out.setdefault(key, (0, [], []))
+            spend.append(Spend(provider, model, Usage(i, o, cr, cw)))
+            if model and model not in models:
+                models.append(model)
+            out[key] = (count + n, spend, models)
+        return out
+
+    def roots(self, key: str, offset: int = 0, limit: int = 20) -> tuple[int, list[tuple[Any, ...]]]:
+        """(how many, a page of) the spans of tree ``key`` with no parent the index holds."""
+        where = (
+            "s.trace_id IN (SELECT trace_id FROM memberships WHERE tree = ?) AND s.started = 1 AND "
+            "(s.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_id AND p.started))"
+        )
+        with self.lock:
+            total = self._db.execute(f"SELECT count(*) FROM spans s WHERE {where}", (key,)).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT {_SPAN_COLUMNS} FROM spans s WHERE {where} ORDER BY s.start_ns, s.span_id LIMIT ? OFFSET ?",
+                (key, limit, offset),
+            ).fetchall()
+        return total, rows
+
+    def children(self, parent: str, offset: int, limit: int) -> tuple[int, list[tuple[Any, ...]]]:
+        with self.lock:
+            total = self._db.execute(
+                "SELECT count(*) FROM spans WHERE parent_id = ? AND started = 1", (parent,)
+            ).fetchone()[0]
+            rows = self._db.execute(
+                f"SELECT {_SPAN_COLUMNS} FROM spans s WHERE s.parent_id = ? AND s.started = 1 "
+                "ORDER BY s.start_ns, s.span_id LIMIT ? OFFSET ?",
+                (parent, limit, offset),
+            ).fetchall()
+        return total, rows
+
+    def tree_exists(self, key: str) -> bool:
+        with self.lock:
+            return self._db.execute("SELECT 1 FROM memberships WHERE tree = ? LIMIT 1", (key,)).fetchone() is not None
+
+    def span(self, span_id: str) -> tuple[Any, ...] | None:
+        with self.lock:
+            return self._db.execute(
+                f"SELECT {_SPAN_COLUMNS}, s.start_at, s.start_len, s.end_at, s.end_len FROM spans s "
+                "WHERE s.span_id = ?",
+                (span_id,),
+            ).fetchone()
+
+    def tree_of(self, trace_id: str) -> str:
+        with self.lock:
+            row = self._db.execute(f"SELECT {_TREE} FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return row[0] if row else trace_id
+
+    def members(self, key: str) -> list[str]:
+        """The traces whose records make tree ``key``."""
+        with self.lock:
+            return [r[0] for r in self._db.execute("SELECT trace_id FROM memberships WHERE tree = ?", (key,))]
+
+    def trees_of(self, trace_id: str) -> list[str]:
+        with self.lock:
+            return [r[0] for r in self._db.execute("SELECT tree FROM memberships WHERE trace_id = ?", (trace_id,))]
+
+    def ranges(self, traces: Sequence[str]) -> list[tuple[int, int]]:
+        """The byte ranges of every record of ``traces`` (span starts and ends, collapses)."""
+        out: list[tuple[int, int]] = []
+        with self.lock:
+            for chunk in _padded(traces):
+                for a, n, b, m in self._db.execute(
+                    f"SELECT start_at, start_len, end_at, end_len FROM spans WHERE trace_id IN ({_IN_LIST})", chunk
+                ):
+                    if a is not None:
+                        out.append((a, a + n))
+                    if b is not None:
+                        out.append((b, b + m))
+                out.extend(
+                    (a, a + n)
+                    for a, n in self._db.execute(f"SELECT at, len FROM extras WHERE trace_id IN ({_IN_LIST})", chunk)
+                )
+        return out
+
+    def version(self, traces: Sequence[str]) -> tuple[int, int]:
+        """What changes when any record of ``traces`` arrives: (spans started, spans ended)."""
+        with self.lock:
+            n = e = 0
+            for chunk in _padded(traces):
+                a, b = self._db.execute(
+                    f"SELECT coalesce(sum(spans), 0), coalesce(sum(ended), 0) FROM traces "
+                    f"WHERE trace_id IN ({_IN_LIST})",
+                    chunk,
+                ).fetchone()
+                n, e = n + a, e + b
+            return n, e
+
+    def tree_spans(self, key: str) -> list[tuple[str, str | None]]:
+        """(span id, parent id) of every span of tree ``key``."""
+        with self.lock:
+            return self._db.execute(
+                "SELECT span_id, parent_id FROM spans WHERE trace_id IN (SELECT trace_id FROM memberships "
+                "WHERE tree = ?)",
+                (key,),
+            ).fetchall()
+
+    def tree_call_usage(self, key: str) -> list[tuple[str, str | None, str | None, Usage]]:
+        """(span id, provider, model, usage) of every model call of tree ``key``."""
+        with self.lock:
+            rows = self._db.execute(
+                "SELECT span_id, provider, model, input, output, cache_read, cache_write FROM calls WHERE trace_id "
+                "IN (SELECT trace_id FROM memberships WHERE tree = ?)",
+                (key,),
+            ).fetchall()
+        return [(r[0], r[1], r[2], Usage(*r[3:])) for r in rows]
+
+    def parent_of(self, span_id: str) -> str | None:
+        with self.lock:
+            row = self._db.execute("SELECT parent_id FROM spans WHERE span_id = ?", (span_id,)).fetchone()
+        return row[0] if row else None
+
+    def blob_ranges(self, hashes: Iterable[str]) -> dict[str, tuple[int, int]]:
+        wanted = list(dict.fromkeys(hashes))
+        out: dict[str, tuple[int, int]] = {}
+        with self.lock:
+            for chunk in _padded(wanted):
+                for h, at, n in self._db.execute(f"SELECT hash, at, len FROM blobs WHERE hash IN ({_IN_LIST})", chunk):
+                    out[h] = (at, n)
+        return out
+
+    def facets(self) -> tuple[list[str], list[str], list[str]]:
+        with self.lock:
+            db = self._db
+            services = [r[0] for r in db.execute(
+                "SELECT DISTINCT value FROM traces, json_each(traces.services) ORDER BY 1")]  # fmt: skip
+            functions = [r[0] for r in db.execute(
+                "SELECT DISTINCT function FROM spans WHERE kind = 'agentic' AND function IS NOT NULL ORDER BY 1"
+            )]  # fmt: skip
+            models = [r[0] for r in db.execute("SELECT DISTINCT model FROM calls WHERE model IS NOT NULL ORDER BY 1")]
+        return services, functions, models
+
+
+_SPAN_COLUMNS = (
+    "s.span_id, s.trace_id, s.parent_id, s.name, s.kind, s.function, s.status, s.error, s.start_ns, s.end_ns, "
+    "s.started, s.ended, (SELECT count(*) FROM spans k WHERE k.parent_id = s.span_id AND k.started), "
+    "s.kind = 'llm' AND EXISTS (SELECT 1 FROM calls c WHERE c.span_id = s.span_id AND c.manifest IS NOT NULL)"
+)
+
+
+def _where(*clauses: tuple[str, Any]) -> tuple[str, list[Any]]:
+    """A WHERE clause of the conditions whose value is given (a ``?`` in the condition takes
+    the value; a condition without one is kept as it is when its value is not None)."""
+    sql, args = [], []
+    for condition, value in clauses:
+        if value is None:
+            continue
+        sql.append(condition)
+        if "?" in condition:
+            args.append(value)
+    return (" AND ".join(sql) or "1=1"), args
+
+
+class _Block:
+    """One block of span records on its way into the index (see :meth:`Index.add`)."""
+
+    def __init__(self, index: Index, starts: dict[str, Located], ends: dict[str, Located]) -> None:
+        self.index = index
+        self.db = index._db
+        self.starts = starts
+        self.ends = ends
+        self.known = index.known(list(starts.keys() | ends.keys()))
+        self.placed: dict[str, _Known] = {}  # spans this block starts: what later spans look up
+        self.traces: dict[str, dict[str, Any]] = {}  # trace -> what this block adds to its row
+
+    def apply(self) -> None:
+        db = self.db
+        span_rows, call_rows, arrived = self._starts()
+        if span_rows:
+            db.executemany(_UPSERT_START, span_rows)
+        if call_rows:
+            db.executemany(_INSERT_CALL, call_rows)
+        end_rows, call_ends = self._ends()
+        if end_rows:
+            db.executemany(_UPSERT_END, end_rows)
+        if call_ends:
+            db.executemany(_UPDATE_CALL_END, call_ends)
+        self._resolve_waiting(arrived)
+        self._traces()
+
+    # -- starts ---------------------------------------------------------------------------------
+    def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
+        span_rows: list[tuple[Any, ...]] = []
+        call_rows: list[tuple[Any, ...]] = []
+        arrived: list[str] = []
+        known = self.known
+        # parents first, so that a block's own spans are found by the spans under them
+        items = sorted(self.starts.values(), key=lambda item: item.record.start_ns)  # type: ignore[union-attr]
+        for item in items:
+            st: SpanStarted = item.record  # type: ignore[assignment]
+            sid = st.span_id
+            was = known.get(sid)
+            if was is not None and was.started:
+                continue
+            attrs = st.attributes
+            kind = classify(st.name, attrs)
+            fn = function_name(st.name, kind, attrs)
+            up = self._up(st.parent_id)
+            service = st.service or (up.service if up is not None else None) or self._trace_service(st.trace_id)
+            session = conversation(attrs) or (up.session if up is not None else None)
+            start_ns = _i64(st.start_ns) or 0
+            ours = kind == "llm" and isinstance(attrs.get(s.CONTEXT), str)
+            placed = _Known((st.trace_id, st.parent_id, kind, fn, service, session, 1, 0, ours))
+            self.placed[sid] = placed
+            arrived.append(sid)
+            span_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
+                              item.offset, item.length, int(ours)))  # fmt: skip
+            t = self._trace(st.trace_id)
+            t["spans"] += 1
+            t["first"] = start_ns if t["first"] is None else min(t["first"], start_ns)
+            t["last"] = max(t["last"] or 0, start_ns)
+            if service:
+                t["services"].add(service)
+            t["trees"].add(session or st.trace_id)
+            t["trees"].add(st.trace_id)
+            if session and t["session"] is None:
+                t["session"] = session
+            if st.parent_id is None and not t["rooted"]:  # the trace's root names its tree (as the fold keys it)
+                t["rooted"] = True
+                t["tree"] = session or st.trace_id
+            if was is not None and was.ended:  # its end came first: count it now
+                placed.ended = True
+                t["ended"] += 1
+            if kind == "llm":
+                row = self._call_row(st, item, was, service, session)
+                if row is not None:
+                    call_rows.append(row)
+        return span_rows, call_rows, arrived
+
+    def _call_row(
+        self, st: SpanStarted, item: Located, was: _Known | None, service: str | None, session: str | None
+    ) -> tuple[Any, ...] | None:
+        """The row of a model call, or None for a span that is part of one of our calls."""
+        end: SpanEnded | None = None
+        end_item = self.ends.get(st.span_id)
+        if end_item is not None:
+            end = end_item.record  # type: ignore[assignment]
+        elif was is not None and was.ended:  # ended in an earlier block, before this start: read it back
+            row = self.db.execute("SELECT end_at, end_len FROM spans WHERE span_id = ?", (st.span_id,)).fetchone()
+            back = self.index._read_back(row[0], row[1]) if row and row[0] is not None else None
+            end = back if type(back) is SpanEnded else None
+        call = model_call(
+            trace_id=st.trace_id, span_id=st.span_id, parent_id=st.parent_id, start_ns=_i64(st.start_ns) or 0,
+            start=st.attributes, end=end.attributes if end is not None else None,
+            end_ns=_i64(end.end_ns) if end is not None else None,
+            status=run_status(True, end is not None, end.status if end is not None else None),
+            error=end.error if end is not None else None, service=service, session=session,
+        )  # fmt: skip
+        if call.manifest is None:
+            chain = self._chain(st.parent_id)
+            if chain.in_our_call:
+                return None
+            call.path, call.function = chain.path, chain.function
+            if not chain.complete and chain.missing is not None:
+                self.db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, st.span_id))
+        u = call.usage
+        return (call.span_id, call.trace_id, call.parent_id, call.start_ns, call.end_ns, call.status, call.error,
+                service, session, call.model, call.provider, call.function, json.dumps(call.path), call.manifest,
+                _i64(u.input), _i64(u.output), _i64(u.cache_read), _i64(u.cache_write))  # fmt: skip
+
+    def _up(self, parent_id: str | None) -> _Known | None:
+        if parent_id is None:
+            return None
+        found = self.placed.get(parent_id) or self.known.get(parent_id)
+        if found is None:
+            row = self.db.execute(
+                "SELECT trace_id, parent_id, kind, function, service, session, started, ended, ours FROM spans "
+                "WHERE span_id = ?",
+                (parent_id,),
+            ).fetchone()
+            found = _Known(row) if row is not None else None
+            if found is not None:
+                self.known[parent_id] = found
+        return found if found is not None and found.started else None
+
+    def _chain(self, parent_id: str | None) -> Chain:
+        def lookup(sid: str) -> Ancestor | None:
+            k = self._up(sid)
+            return Ancestor(k.parent_id, k.kind, k.function, k.ours) if k is not None else None
+
+        return agentic_chain(parent_id, lookup)
+
+    def _trace_service(self, trace_id: str) -> str | None:
+        t = self.traces.get(trace_id)
+        if t is not None and t["services"]:
+            return min(t["services"])
+        row = self.db.execute("SELECT services FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        services = json.loads(row[0]) if row else []
+        return services[0] if services else None
+
+    def _trace(self, trace_id: str) -> dict[str, Any]:
+        t = self.traces.get(trace_id)
+        if t is None:
+            t = self.traces[trace_id] = {"session": None, "first": None, "last": None, "spans": 0, "ended": 0,
+                                         "errors": 0, "services": set(), "trees": set(), "rooted": False,
+                                         "tree": None}  # fmt: skip
+        return t
+
+    # -- ends -----------------------------------------------------------------------------------
+    def _ends(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        end_rows: list[tuple[Any, ...]] = []
+        call_ends: list[tuple[Any, ...]] = []
+        for sid, item in self.ends.items():
+            end: SpanEnded = item.record  # type: ignore[assignment]
+            was = self.known.get(sid)
+            if was is not None and was.ended:
+                continue
+            placed = self.placed.get(sid)
+            now = placed or was
+            end_ns = _i64(end.end_ns)
+            end_rows.append((sid, end.trace_id, end_ns, end.status, end.error, item.offset, item.length))
+            t = self._trace(end.trace_id)
+            t["last"] = max(t["last"] or 0, end_ns or 0)
+            if end.status == "error":
+                t["errors"] += 1
+            if now is None or not now.started:
+                continue  # its start has not arrived: counted (and its call made) when it does
+            if placed is None or not placed.ended:
+                t["ended"] += 1
+            if now.kind == "llm" and placed is None:  # a call started earlier: its end fills the row in
+                u = Usage.of(end.attributes)
+                call_ends.append((end_ns, "error" if end.status == "error" else "ok", end.error,
+                                  _i64(u.input), _i64(u.output), _i64(u.cache_read), _i64(u.cache_write),
+                                  _end_model(end.attributes), sid))  # fmt: skip
+        return end_rows, call_ends
+
+    # -- the rest -------------------------------------------------------------------------------
+    def _resolve_waiting(self, arrived: list[str]) -> None:
+        """Calls whose chain stopped at a span this block brought: walk them again."""
+        db = self.db
+        waiting: list[str] = []
+        for chunk in _padded(arrived):
+            rows = db.execute(f"SELECT missing, call FROM pending WHERE missing IN ({_IN_LIST})", chunk).fetchall()
+            if rows:
+                db.executemany("DELETE FROM pending WHERE missing = ? AND call = ?", rows)
+                waiting.extend(r[1] for r in rows)
+        updates = []
+        for call_id in dict.fromkeys(waiting):
+            row = db.execute("SELECT parent_id FROM calls WHERE span_id = ?", (call_id,)).fetchone()
+            if row is None:
+                continue
+            chain = self._chain(row[0])
+            if chain.in_our_call:  # the provider SDK's own span of one of our calls
+                db.execute("DELETE FROM calls WHERE span_id = ?", (call_id,))
+                continue
+            if chain.missing is not None:
+                db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, call_id))
+            updates.append((chain.function, json.dumps(chain.path), call_id))
+        if updates:
+            db.executemany("UPDATE calls SET function = ?, path = ? WHERE span_id = ?", updates)
+
+    def _traces(self) -> None:
+        db = self.db
+        for tid, t in self.traces.items():
+            old = db.execute("SELECT services FROM traces WHERE trace_id = ?", (tid,)).fetchone()
+            services = set(t["services"])
+            if old is not None:
+                services.update(json.loads(old[0]))
+            tree = t["tree"] or t["session"] or tid  # until its root arrives: the first session its spans name
+            db.execute(
+                _UPSERT_TRACE,
+                (tid, t["session"], tree, int(t["rooted"]), t["first"], t["last"], t["spans"], t["ended"], t["errors"],
+                 json.dumps(sorted(services))),
+            )  # fmt: skip
+            db.executemany("INSERT OR IGNORE INTO memberships VALUES (?, ?)", [(tree, tid) for tree in t["trees"]])
+
+
+def _end_model(attrs: dict[str, Any]) -> str | None:
+    """The model an end record names (the response model), for a call whose start named none."""
+    for key in (s.REQUEST_MODEL, s.RESPONSE_MODEL, "gen_ai.response.model", "llm.model_name"):
+        value = attrs.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+_UPSERT_START = (
+    "INSERT INTO spans (span_id, trace_id, parent_id, name, kind, function, start_ns, service, session, start_at, "
+    "start_len, ours, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1) ON CONFLICT(span_id) DO UPDATE SET "
+    "trace_id = excluded.trace_id, parent_id = excluded.parent_id, name = excluded.name, kind = excluded.kind, "
+    "function = excluded.function, start_ns = excluded.start_ns, service = excluded.service, "
+    "session = excluded.session, start_at = excluded.start_at, start_len = excluded.start_len, ours = excluded.ours, "
+    "started = 1 "
+    "WHERE started = 0"
+)
+_UPSERT_END = (
+    "INSERT INTO spans (span_id, trace_id, end_ns, status, error, end_at, end_len, ended) VALUES (?,?,?,?,?,?,?,1) "
+    "ON CONFLICT(span_id) DO UPDATE SET end_ns = excluded.end_ns, status = excluded.status, error = excluded.error, "
+    "end_at = excluded.end_at, end_len = excluded.end_len, ended = 1 WHERE ended = 0"
+)
+_INSERT_CALL = (
+    "INSERT OR IGNORE INTO calls (span_id, trace_id, parent_id, start_ns, end_ns, status, error, service, session, "
+    "model, provider, function, path, manifest, input, output, cache_read, cache_write) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_UPDATE_CALL_END = (
+    "UPDATE calls SET end_ns = ?, status = ?, error = ?, input = coalesce(?, input), output = coalesce(?, output), "
+    "cache_read = coalesce(?, cache_read), cache_write = coalesce(?, cache_write), model = coalesce(model, ?) "
+    "WHERE span_id = ?"
+)
+_UPSERT_TRACE = (
+    "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
+    "session = coalesce(session, excluded.session), "
+    "tree = CASE WHEN rooted THEN tree WHEN excluded.rooted THEN excluded.tree ELSE tree END, "
+    "rooted = max(rooted, excluded.rooted), first = min(coalesce(first, excluded.first), "
+    "coalesce(excluded.first, first)), last = max(coalesce(last, 0), coalesce(excluded.last, 0)), "
+    "spans = spans + excluded.spans, ended = ended + excluded.ended, errors = errors + excluded.errors, "
+    "services = excluded.services"
+)
+
+
+def remove(path: str) -> None:
+    """Delete an index file and SQLite's ``-wal`` and ``-shm`` beside it."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)

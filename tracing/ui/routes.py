@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from callctx.projection.errors import BadInput, NotFound
+from callctx.store import params
+
 from .views import Views
 
 STATIC = Path(__file__).parent / "static"
@@ -54,18 +57,18 @@ def respond(views: Views, parts: list[str], query: Mapping[str, str], shape: Cal
         if rest[0] == "static" and len(rest) == 2:
             return _file(rest[1])
         if rest[0] == "api":
-            views.store.refresh()
             text = json.dumps(_api(views, rest[1:], query), ensure_ascii=False)
             return Response(200, JSON, (shape(text) if shape else text).encode())
-        raise KeyError(f"no page /{'/'.join(parts)}")
-    except KeyError as e:
-        return _error(404, str(e).strip("'\""))
-    except ValueError as e:
+        raise NotFound(f"no page /{'/'.join(parts)}")
+    except NotFound as e:
+        return _error(404, str(e))
+    except BadInput as e:
         return _error(400, str(e))
 
 
 def _api(views: Views, parts: list[str], q: Mapping[str, str]) -> Any:
-    page = {"offset": _int(q, "offset", 0), "limit": _int(q, "limit", 100)}
+    offset, limit = params.page(q)
+    page = {"offset": offset, "limit": limit}
     match parts:
         case ["state"]:
             return views.state()
@@ -81,34 +84,18 @@ def _api(views: Views, parts: list[str], q: Mapping[str, str]) -> Any:
         case ["calls"]:
             return views.calls(q.get("tree") or None, **page)
         case ["calls", n]:
-            return views.call(_number(n), q.get("provider") or None)
+            return views.call(params.call_number(n), q.get("provider") or None)
         case ["calls", n, "request"]:
-            return views.request(_number(n), q.get("wire") or None)
-    raise KeyError(f"no route /ui/api/{'/'.join(parts)}")
+            return views.request(params.call_number(n), q.get("wire") or None)
+    raise NotFound(f"no route /ui/api/{'/'.join(parts)}")
 
 
 def _file(name: str) -> Response:
     path = STATIC / name
     if not _NAME.fullmatch(name) or not path.is_file():
-        raise KeyError(f"no file {name}")
+        raise NotFound(f"no file {name}")
     return Response(200, _TYPES.get(path.suffix, "application/octet-stream"), path.read_bytes())
 
 
 def _error(status: int, message: str) -> Response:
     return Response(status, JSON, json.dumps({"error": message}).encode())
-
-
-def _int(q: Mapping[str, str], name: str, default: int) -> int:
-    value = q.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
-
-
-def _number(text: str) -> int:
-    if not text.isdigit():
-        raise ValueError(f"a call number is a whole number from 1, not {text!r}")
-    return int(text)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from callctx.components import cache, record
+from callctx.components import cache
 from callctx.components.context import Context
 from callctx.components.wire.exchange import Exchange
 from callctx.projection.calls import ModelCall
@@ -83,10 +83,3 @@ def shares(sizes: Sequence[int], result: cache.CallResult) -> list[Share]:
         out.append(Share(r, w, max(0, n - r - w)))
         pos = b
     return out
-
-
-def restore(call: ModelCall, blobs: dict[str, str]) -> tuple[Context, list[Exchange]]:
-    """A recorded call's context and tool exchanges (``record.RecordError`` when it cannot be)."""
-    if call.manifest is None:
-        raise record.RecordError(f"call {call.index} carries no recorded context")
-    return record.restore(record.manifest(call.manifest), blobs)

@@ -2,235 +2,152 @@
 with its simulated cache use and what changed since the session's previous call, the request
 as sent, and a session's cache chart. The shapes are the page's contract (see ``static/``).
 
-Every view reads the :class:`LogStore` (refreshed by the caller) under its lock; derived data
-is rebuilt once per store generation. Errors: ``KeyError`` for what does not exist (the
-server answers 404), ``ValueError`` for a bad parameter (400).
+Every view reads through a :class:`~callctx.store.model.Store` (the local one over a log, or a
+shared one): nothing here holds a log's worth of anything. Kept between requests: the cache
+simulations (one per provider, a few numbers per call) and the last restored contexts.
+Threading: a lock serialises the simulations; the store is safe from any thread. Errors:
+``NotFound`` for what does not exist (the server answers 404), ``BadInput`` for a bad parameter
+(400).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from callctx.components import cache, record, wire
+from callctx.components import cache, wire
 from callctx.components.cache import exchange_text
 from callctx.components.context import Context
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResults
-from callctx.projection.calls import ModelCall
-from callctx.projection.llm import messages_of
-from callctx.store.recorded import Unrebuildable, rebuild
+from callctx.projection.calls import ModelCall, Usage
+from callctx.projection.errors import BadInput, NotFound
+from callctx.store.contexts import Foreign, Rebuilt, Unrebuildable, context_of, rebuild, request_in
+from callctx.store.model import Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
 from .prices import PROVIDERS, Prices, provider_row
 from .simulation import LogSimulation, shares
-from .simulation import restore as restore_call
-from .store import LogStore, ours, status_of
 
-Usage = dict[str, int]
 _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
-MAX_LIMIT = 1000
 _TOTALS = ("total", "read", "write", "uncached", "cost", "cost_uncached")
 EXCERPT = 60  # bytes shown each side of the first difference
+_OWN = Filter(ours=True)
 
 
-def _usage(u: Mapping[str, int] | None) -> Usage:
-    u = u or {}
-    return {k: int(u.get(k, 0) or 0) for k in _USAGE_KEYS}
+def _usage(u: Usage) -> dict[str, int]:
+    return {k: int(getattr(u, k) or 0) for k in _USAGE_KEYS}
 
 
-def _page(total: int, offset: int, limit: int) -> dict[str, Any]:
-    return {"total": total, "offset": offset, "limit": limit,
-            "next_offset": offset + limit if offset + limit < total else None}  # fmt: skip
-
-
-def _bounds(offset: int, limit: int) -> tuple[int, int]:
-    if offset < 0 or limit < 0:
-        raise ValueError("offset and limit must not be negative")
-    return offset, min(limit, MAX_LIMIT)
+def _page(page: Page[Any]) -> dict[str, Any]:
+    return {"total": page.total, "offset": page.offset, "limit": page.limit, "next_offset": page.next_offset}
 
 
 class Views:
-    """The page's data over one store. Keeps the cache simulations (one per provider) and the
-    last restored contexts between requests."""
+    """The page's data over one store."""
 
-    def __init__(self, store: LogStore, rules: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, store: Store, rules: Mapping[str, Any] | None = None) -> None:
         self.store = store
         self.prices = Prices(rules)
         self._rules = dict(self.prices.rules)
-        self._tokenize = cache.Tokenizer()
+        self._tokenizer: cache.Tokenizer | None = None  # loaded with the first call shown, not for the lists
         self._sims: dict[str, LogSimulation] = {}
         self._restored: OrderedDict[str, tuple[Context, list[Exchange]]] = OrderedDict()
+        self._lock = threading.RLock()
 
     # ---- lists --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        st = self.store
-        with st.lock:
-            return {"generation": st.generation, "calls": len(st.calls()), "trees": len(st.trees()),
-                    "source": str(st.path), "damaged": st.damaged}  # fmt: skip
+        st = self.store.state()
+        return {"generation": st.cursor, "calls": st.calls, "trees": st.trees, "source": st.source,
+                "damaged": st.damaged, "exists": st.exists}  # fmt: skip
 
     def facets(self) -> dict[str, Any]:
-        services, functions = self.store.facets()
-        return {"services": services, "functions": functions, "providers": list(PROVIDERS), "wires": list(wire.WIRES)}
+        f = self.store.facets()
+        return {"services": f.services, "functions": f.functions, "models": f.models, "providers": list(PROVIDERS),
+                "wires": list(wire.WIRES)}  # fmt: skip
+
+    def _cost(self, spend: Sequence[Spend]) -> float | None:
+        cost: float | None = None
+        for sp in spend:
+            c = self.prices.cost(sp.usage.counts(), sp.provider, sp.model)
+            if c is not None:
+                cost = (cost or 0.0) + c
+        return cost
 
     def trees(
         self, *, service: str | None = None, function: str | None = None, status: str | None = None,
         offset: int = 0, limit: int = 100,
     ) -> dict[str, Any]:  # fmt: skip
-        if status not in (None, "ok", "error", "running"):
-            raise ValueError("status is ok, error or running")
-        offset, limit = _bounds(offset, limit)
-        rows = [r for r in self._tree_rows() if _keep(r, service, function, status)]
-        page = [{k: v for k, v in r.items() if k != "_all_functions"} for r in rows[offset : offset + limit]]
-        return {**_page(len(rows), offset, limit), "trees": page}
-
-    def _tree_rows(self) -> list[dict[str, Any]]:
-        st = self.store
-
-        def build() -> list[dict[str, Any]]:
-            spans = st.ledger.spans
-            out = []
-            for key, tids in st.trees().items():
-                trs = [st.traces[t] for t in tids]
-                sids = [sid for tr in trs for sid in tr.spans]
-                statuses = {status_of(spans[sid]) for sid in sids}
-                calls = st.tree_calls(key)
-                usage = _usage(None)
-                cost: float | None = None
-                for c in calls:
-                    for k in _USAGE_KEYS:
-                        usage[k] += c.usage.get(k, 0)
-                    cc = self.prices.cost(c.usage, c.provider, c.model)
-                    if cc is not None:
-                        cost = (cost or 0.0) + cc
-                roots = st.roots(key)
-                out.append({
-                    "id": key,
-                    "kind": "session" if trs[0].session else "trace",
-                    "services": sorted({sv for tr in trs for sv in tr.services}),
-                    "start_ns": min(tr.first for tr in trs),
-                    "end_ns": max(tr.last for tr in trs),
-                    "status": "error" if "error" in statuses else ("running" if "running" in statuses else "ok"),
-                    "spans": len(sids),
-                    "calls": len(calls),
-                    "usage": usage,
-                    "cost": cost,
-                    "functions": [spans[r].function for r in roots[:20]],
-                    "_all_functions": sorted({spans[sid].function for sid in sids if spans[sid].kind == "agentic"}),
-                })  # fmt: skip
-            return out
-
-        rows: list[dict[str, Any]] = st.memo("tree_rows", build)  # type: ignore[assignment]
-        return rows
+        offset, limit = bounds(offset, limit)
+        f = Filter(service=service, function=function, status=check_status(status))
+        page = self.store.trees(f, offset=offset, limit=limit)
+        rows = [
+            {"id": t.key, "kind": t.kind, "services": t.services, "start_ns": t.start_ns, "end_ns": t.end_ns,
+             "status": t.status, "spans": t.spans, "calls": t.calls, "usage": _usage(t.usage),
+             "cost": self._cost(t.spend), "functions": t.functions, "models": t.models}
+            for t in page.items
+        ]  # fmt: skip
+        return {**_page(page), "trees": rows}
 
     def nodes(self, key: str, parent: str | None = None, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
-        st = self.store
-        offset, limit = _bounds(offset, limit)
-        with st.lock:
-            if key not in st.trees():
-                raise KeyError(f"no tree {key}")
-            if parent is None:
-                ids = st.roots(key)
-            else:
-                st.span(parent)
-                ids = st.kids(parent)
-            nodes = [self._node(sid) for sid in ids[offset : offset + limit]]
-            return {**_page(len(ids), offset, limit), "nodes": nodes}
+        offset, limit = bounds(offset, limit)
+        page = self.store.spans(key, parent, offset=offset, limit=limit)
+        return {**_page(page), "nodes": [self._node(n) for n in page.items]}
 
-    def _node(self, sid: str) -> dict[str, Any]:
-        st = self.store
-        info = st.ledger.spans[sid]
-        start, end = info.start, info.end
-        usage, cost = self._totals().get(sid, (None, None))
+    def _node(self, n: SpanRow) -> dict[str, Any]:
         return {
-            "span_id": sid,
-            "parent_id": info.parent_id,
-            "name": start.name,
-            "kind": info.kind,
-            "function": info.function,
-            "status": status_of(info),
-            "error": end.error if end is not None else None,
-            "start_ns": start.start_ns,
-            "duration_ms": (end.end_ns - start.start_ns) / 1e6 if end is not None else None,
-            "usage": _usage(usage),
-            "cost": cost,
-            "children": len(st.children.get(sid, ())),
-            "call": st.call_numbers().get(sid),
-            "reconstructed": info.kind == "llm" and not ours(info),
-        }
-
-    def _totals(self) -> dict[str, tuple[Usage, float | None]]:
-        """Per span, the usage and cost of the model calls in its subtree."""
-        st = self.store
-
-        def build() -> dict[str, tuple[Usage, float | None]]:
-            spans = st.ledger.spans
-            out: dict[str, tuple[Usage, float | None]] = {}
-            for c in st.ledger.calls():
-                cost = self.prices.cost(c.usage, c.provider, c.model)
-                seen: set[str] = set()
-                sid: str | None = c.span_id
-                while sid is not None and sid in spans and sid not in seen:
-                    seen.add(sid)
-                    u, total = out.get(sid) or (_usage(None), None)
-                    for k in _USAGE_KEYS:
-                        u[k] += c.usage.get(k, 0)
-                    if cost is not None:
-                        total = (total or 0.0) + cost
-                    out[sid] = (u, total)
-                    sid = spans[sid].parent_id
-            return out
-
-        totals: dict[str, tuple[Usage, float | None]] = st.memo("totals", build)  # type: ignore[assignment]
-        return totals
+            "span_id": n.span_id, "parent_id": n.parent_id, "name": n.name, "kind": n.kind, "function": n.function,
+            "status": n.status, "error": n.error, "start_ns": n.start_ns,
+            "duration_ms": (n.end_ns - n.start_ns) / 1e6 if n.end_ns is not None else None,
+            "usage": _usage(n.usage), "cost": self._cost(n.spend), "children": n.children, "call": n.call,
+            "reconstructed": n.kind == "llm" and not n.ours,
+        }  # fmt: skip
 
     def calls(self, tree: str | None = None, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
-        st = self.store
-        offset, limit = _bounds(offset, limit)
-        with st.lock:
-            calls = st.tree_calls(tree) if tree is not None else st.calls()
-            if tree is not None and tree not in st.trees():
-                raise KeyError(f"no tree {tree}")
-            return {**_page(len(calls), offset, limit), "calls": [self._row(c) for c in calls[offset : offset + limit]]}
+        offset, limit = bounds(offset, limit)
+        page = self.store.calls(Filter(tree=tree), offset=offset, limit=limit)
+        if tree is not None and not page.total:
+            self.store.spans(tree, limit=0)  # NotFound when there is no such tree
+        return {**_page(page), "calls": [self._row(c) for c in page.items]}
 
     def _row(self, c: ModelCall) -> dict[str, Any]:
-        cost = self.prices.cost(c.usage, c.provider, c.model)
+        cost = self.prices.cost(c.usage.counts(), c.provider, c.model)
         return {
-            "index": c.index, "span_id": c.span_id, "trace_id": c.trace_id,
-            "tree": self.store.tree_of_trace(c.trace_id), "function": c.function, "call_path": c.call_path,
-            "model": c.model, "provider": c.provider, "status": c.status, "error": c.error, "start_ns": c.start_ns,
-            "latency_ms": c.latency_ms, "usage": _usage(c.usage), "cost": cost,
-            "reconstructed": c.foreign,
+            "index": c.index, "span_id": c.span_id, "trace_id": c.trace_id, "tree": c.tree, "function": c.function,
+            "call_path": c.call_path, "model": c.model, "provider": c.provider, "status": c.status,
+            "error": c.error, "start_ns": c.start_ns, "latency_ms": c.latency_ms, "usage": _usage(c.usage),
+            "cost": cost, "reconstructed": c.foreign,
         }  # fmt: skip
 
     # ---- one call -----------------------------------------------------------------------------
     def call(self, n: int, provider: str | None = None) -> dict[str, Any]:
-        st = self.store
-        with st.lock:
-            c = st.call(n)
-            row = {**self._row(c), "path": st.ancestors(c.span_id)}
-            if c.foreign:
-                rec = messages_of(c.attributes or {})
-                said = [{"role": m.role, "content": m.text} for m in rec.messages]
-                answered = [{"role": m.role, "content": m.text} for m in rec.output]
-                return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
-                        "source": rec.source}  # fmt: skip
-            try:
-                done = rebuild(c, st.ledger.blobs)
-            except Unrebuildable as e:
-                raise KeyError(str(e)) from None
-            context = done.context
-            _, exchanges = self._restore(c)
-            prov = provider or provider_row(c.provider, c.model) or "anthropic"
-            if prov not in PROVIDERS:
-                raise ValueError(f"provider is one of {', '.join(PROVIDERS)}")
+        c = self.store.call(n)
+        row = {**self._row(c), "path": self.store.ancestors(c.span_id)}
+        try:
+            found = context_of(self.store.recorded(c))
+        except Unrebuildable as e:
+            raise NotFound(str(e)) from None
+        if isinstance(found, Foreign):
+            rec = found.messages
+            said = [{"role": m.role, "content": m.text} for m in rec.messages]
+            answered = [{"role": m.role, "content": m.text} for m in rec.output]
+            return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
+                    "source": rec.source}  # fmt: skip
+        context, exchanges = found.context, found.exchanges
+        prov = provider or provider_row(c.provider, c.model) or "anthropic"
+        if prov not in PROVIDERS:
+            raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
+        with self._lock:
+            self._restored[c.span_id] = (context, exchanges)
             sim = self._simulation(prov)
-            own = [x for x in st.calls() if not x.foreign]
+            own = self._own_calls(c)
             at = next(i for i, x in enumerate(own) if x.span_id == c.span_id)
             result = sim.upto(own, at, self._restore)[at]
-            ex_tokens = [len(self._tokenize(exchange_text(e))) for e in exchanges]
+            tokenize = self._tokenize()
+            ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
             split = shares([sg.tokens for sg in context.segments] + ex_tokens, result)
             cacheable = context.cacheable_tokens
             segments = []
@@ -243,9 +160,9 @@ class Views:
                 pos += sg.tokens
             return {
                 **row,
-                "verified": done.verified,
-                "wire": done.manifest.wire,
-                "request_sha256": done.manifest.request,
+                "verified": found.verified,
+                "wire": found.manifest.wire,
+                "request_sha256": found.manifest.request,
                 "tokens": context.tokens,
                 "cacheable_tokens": cacheable,
                 "encoding": context.encoding,
@@ -266,32 +183,29 @@ class Views:
             }
 
     def request(self, n: int, wire_name: str | None = None) -> dict[str, Any]:
-        st = self.store
-        with st.lock:
-            c = st.call(n)
-            if c.foreign:
-                raise KeyError(f"call {n} was traced by another instrumentation: its request was not recorded")
-            try:
-                m = record.manifest(c.manifest or "")
-                target = wire.resolve(wire_name) if wire_name else m.wire
-                body = record.rebuild(m, st.ledger.blobs, target)
-            except (record.RecordError, KeyError) as e:
-                raise KeyError(f"call {n}: {e}") from None
-            return {"wire": target, "as_sent": target == m.wire, "body": body}
+        c = self.store.call(n)
+        if c.foreign:
+            raise NotFound(f"call {n} was traced by another instrumentation: its request was not recorded")
+        try:
+            found = rebuild(self.store.recorded(c))
+            target = wire.resolve(wire_name) if wire_name else found.manifest.wire
+            body = request_in(found, target)
+        except (Unrebuildable, KeyError) as e:
+            raise NotFound(f"call {n}: {e}") from None
+        return {"wire": target, "as_sent": target == found.manifest.wire, "body": body}
 
     def chart(self, key: str, provider: str | None = None) -> dict[str, Any]:
-        st = self.store
-        with st.lock:
-            if key not in st.trees():
-                raise KeyError(f"no tree {key}")
-            mine = [c for c in st.tree_calls(key) if not c.foreign]
-            prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), "anthropic")
-            if prov not in PROVIDERS:
-                raise ValueError(f"provider is one of {', '.join(PROVIDERS)}")
+        mine = self._all(Filter(tree=key, ours=True))
+        if not mine:
+            self.store.spans(key, limit=0)  # NotFound when there is no such tree
+        prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), "anthropic")
+        if prov not in PROVIDERS:
+            raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
+        rows = []
+        with self._lock:
             sim = self._simulation(prov)
-            rows = []
             if mine:
-                own = [x for x in st.calls() if not x.foreign]
+                own = self._own_calls(mine[-1])
                 where = {x.span_id: i for i, x in enumerate(own)}
                 results = sim.upto(own, where[mine[-1].span_id], self._restore)
                 for c in mine:
@@ -299,16 +213,39 @@ class Views:
                     rows.append({"index": c.index, "label": r.label, "total": r.total, "read": r.read,
                                  "write": r.write, "uncached": r.uncached, "cost": r.cost,
                                  "cost_uncached": r.cost_uncached})  # fmt: skip
-            totals = {k: sum(r[k] for r in rows) for k in _TOTALS}
-            return {"provider": prov, "model": sim.model, "calls": rows, "totals": totals}
+        totals = {k: sum(r[k] for r in rows) for k in _TOTALS}
+        return {"provider": prov, "model": sim.model, "calls": rows, "totals": totals}
 
     # ---- helpers ------------------------------------------------------------------------------
+    def _all(self, f: Filter, upto: ModelCall | None = None) -> list[ModelCall]:
+        """Every call ``f`` keeps, in call order (up to ``upto`` when given), a page at a time."""
+        out: list[ModelCall] = []
+        offset = 0
+        while True:
+            page = self.store.calls(f, offset=offset, limit=1000)
+            for c in page.items:
+                out.append(c)
+                if upto is not None and c.span_id == upto.span_id:
+                    return out
+            if page.next_offset is None:
+                return out
+            offset = page.next_offset
+
+    def _own_calls(self, upto: ModelCall) -> list[ModelCall]:
+        return self._all(_OWN, upto)
+
+    def _tokenize(self) -> cache.Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = cache.Tokenizer()
+        return self._tokenizer
+
     def _simulation(self, provider: str) -> LogSimulation:
         sim = self._sims.get(provider)
         if sim is None:
             # as `callctx cache` does: the model of the log's first call names the rules' row
-            model = next((c.model for c in self.store.calls() if c.model), "")
-            sim = self._sims[provider] = LogSimulation(provider, model or "", self._rules, self._tokenize)
+            first = self.store.calls(limit=1).items
+            model = first[0].model if first and first[0].model else ""
+            sim = self._sims[provider] = LogSimulation(provider, model, self._rules, self._tokenize())
         return sim
 
     def _restore(self, c: ModelCall) -> tuple[Context, list[Exchange]]:
@@ -316,21 +253,20 @@ class Views:
         hit = self._restored.get(key)
         if hit is None:
             try:
-                hit = restore_call(c, self.store.ledger.blobs)
-            except record.RecordError as e:
-                raise KeyError(f"cannot rebuild call {c.index}: {e}") from None
-            self._restored[key] = hit
+                found: Rebuilt = rebuild(self.store.recorded(c))
+            except Unrebuildable as e:
+                raise NotFound(str(e)) from None
+            hit = self._restored[key] = (found.context, found.exchanges)
             if len(self._restored) > 256:
                 self._restored.popitem(last=False)
         return hit
 
     def _diff(self, c: ModelCall, context: Context) -> dict[str, Any] | None:
         """Where this call's context first differs from the previous own call of its tree."""
-        mine = [x for x in self.store.tree_calls(self.store.tree_of_trace(c.trace_id)) if not x.foreign]
-        at = next(i for i, x in enumerate(mine) if x.span_id == c.span_id)
-        if at == 0:
+        mine = self._all(Filter(tree=c.tree, ours=True), c)
+        if len(mine) < 2:
             return None
-        prev = mine[at - 1]
+        prev = mine[-2]
         before, _ = self._restore(prev)
         return first_difference(before, context, prev.index)
 
@@ -396,11 +332,3 @@ def _exchange_kind(e: Exchange) -> str:
     if isinstance(e, ToolResults):
         return "tool_results"
     return "note"
-
-
-def _keep(row: dict[str, Any], service: str | None, function: str | None, status: str | None) -> bool:
-    return (
-        (service is None or service in row["services"])
-        and (function is None or function in row["_all_functions"])
-        and (status is None or row["status"] == status)
-    )

@@ -1,0 +1,206 @@
+"""Ingest behind ``callctx serve``: OTLP trace requests in, records appended to the receiver's
+event log; everything read back goes through the local store over that log.
+
+One request at a time: the body is decoded straight into the records the log takes
+(:mod:`callctx.projection.otlp`), the request's spans are sorted by start, their records
+encoded once and appended to the log in one write. That is all the request waits for: the
+store's index follows the log (a background thread indexes what was appended, every
+``INDEX_EVERY`` seconds, and every read catches up first), and trees are folded on read. The
+cyclic garbage collector pauses while a request is decoded and encoded (its many objects are
+short-lived and free of cycles).
+
+Restart: a receiver started on an existing log answers for everything in it. The index beside
+the log (``LOG.index.sqlite``) resumes where it stopped, after a clean stop or a kill, and is
+made again from the log when it is missing or of another log.
+
+Threading: every method is safe to call from the HTTP and gRPC worker threads at once (the log
+serialises its writes). Errors: a malformed body raises ``BadInput`` (the transports answer 400
+and keep serving; nothing of it is kept); a log the disk refuses keeps the request's records
+in memory and writes them, in order, before the next write or at close
+(``callctx.projection.log``); an ``OSError`` out of ingest is answered 503.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hmac
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+
+from callctx.projection.batch import Batch
+from callctx.projection.errors import BadInput
+from callctx.projection.events import encode
+from callctx.projection.log import EventLog, FsyncPolicy
+from callctx.projection.otlp import decode_json, decode_protobuf
+from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
+
+from ..export.shaping import Shaper
+from .body import BodyError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY = 16 << 20  # bytes, after decompression
+INDEX_EVERY = 0.25  # seconds between the background indexer's looks at the log
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+_START_ORDER = attrgetter("start_ns", "span_id")
+_encode_lines = msgspec.json.Encoder().encode_lines  # writes what callctx.projection.events.encode writes
+
+
+@dataclass
+class Stats:
+    """Counters and the time spent per stage (for ``/health`` and the ingest benchmark)."""
+
+    requests: int = 0
+    spans: int = 0
+    rejected: int = 0
+    malformed: int = 0
+    seconds_total: float = 0.0  # handling export requests, end to end
+    seconds_decode: float = 0.0
+    seconds_log: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **amounts: float) -> None:
+        with self.lock:
+            for name, amount in amounts.items():
+                setattr(self, name, getattr(self, name) + amount)
+
+
+def index_path(log_path: str | os.PathLike[str]) -> str:
+    """Where a receiver keeps the index of its log."""
+    return f"{os.fspath(log_path)}.index.sqlite"
+
+
+class Receiver:
+    """Appends OTLP trace requests to one event log, and reads them back through a
+    :class:`LocalStore` over it (see the module docstring)."""
+
+    def __init__(
+        self,
+        log_path: str | os.PathLike[str],
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        token: str | None = None,
+        fsync: FsyncPolicy = "never",
+        shaper: Shaper | None = None,
+        max_trees: int = DEFAULT_MAX_TREES,
+        index_every: float | None = INDEX_EVERY,
+    ) -> None:
+        if max_trees < 1:
+            raise BadInput(f"max_trees must be at least 1, not {max_trees}")
+        self.log = EventLog(log_path, fsync=fsync)
+        self.store = LocalStore(log_path, index=index_path(log_path), max_trees=max_trees)
+        self.max_body = max_body
+        self.token = token
+        self.stats = Stats()
+        self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
+        self._stop = threading.Event()
+        self._indexer: threading.Thread | None = None
+        self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
+        if index_every is not None:
+            self._indexer = threading.Thread(
+                target=self._index_loop, args=(index_every,), name="callctx-serve-index", daemon=True
+            )
+            self._indexer.start()
+
+    # ---- ingest ---------------------------------------------------------------------------
+    def decode(self, body: bytes, content_type: str) -> Batch:
+        """The spans of one OTLP/HTTP body, either encoding read straight into records; raises
+        :class:`BodyError` (415) for a content type that is not OTLP and :class:`BadInput` for
+        a body that is not a trace request."""
+        t0 = time.perf_counter()
+        kind = content_type.split(";")[0].strip().lower()
+        if kind == PROTOBUF:
+            with collector_paused():
+                decoded = decode_protobuf(body)
+        elif kind == JSON:
+            try:
+                with collector_paused():
+                    decoded = decode_json(body)
+            except UnicodeDecodeError:
+                raise BadInput("OTLP/JSON body is not valid UTF-8") from None
+        else:
+            raise BodyError(415, f"unsupported content type {content_type!r}; use {PROTOBUF} or {JSON}")
+        spent = time.perf_counter() - t0
+        self.stats.add(seconds_decode=spent, seconds_total=spent)
+        return decoded
+
+    def ingest(self, batch: Batch) -> Batch:
+        """Append the records of one request to the log, in one write: each span's texts, its
+        start and its end, spans in start order (parents first when the sender batched
+        children ahead of them)."""
+        t0 = time.perf_counter()
+        spans = sorted(batch.spans, key=_START_ORDER)
+        with collector_paused():
+            lines: list[bytes] = []
+            for r in spans:
+                for b in r.blobs:
+                    lines.append(encode(b))
+                lines.append(_encode_lines((r.started, r.ended) if r.ended is not None else (r.started,)))
+            a = time.perf_counter()
+            if lines:
+                self.log.write(b"".join(lines))
+            log_time = time.perf_counter() - a
+        self.stats.add(
+            requests=1, spans=len(spans), rejected=batch.rejected, seconds_log=log_time,
+            seconds_total=time.perf_counter() - t0,
+        )  # fmt: skip
+        return batch
+
+    def _index_loop(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.store.refresh()
+            except Exception:
+                log.exception("callctx serve: indexing the log failed")
+
+    # ---- access -----------------------------------------------------------------------------
+    def authorized(self, header: str | None) -> bool:
+        """Does an ``Authorization`` header carry the token (always, when none is set)?"""
+        if self.token is None:
+            return True
+        expected = f"Bearer {self.token}"
+        return header is not None and hmac.compare_digest(header.encode(), expected.encode())
+
+    def health(self, *, detail: bool = True) -> dict[str, Any]:
+        """Liveness, and with ``detail`` the counters."""
+        if not detail:
+            return {"status": "ok"}
+        s = self.stats
+        state = self.store.state()
+        return {"status": "ok", "requests": s.requests, "spans": s.spans, "rejected": s.rejected,
+                "malformed": s.malformed, "traces": state.trees, "calls": state.calls,
+                "indexed_spans": state.spans, "unindexed_records": self.store.index.refused}  # fmt: skip
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._indexer is not None:
+            self._indexer.join()
+        self.log.close()
+        self.store.refresh()
+        self.store.close()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a moment: a request's records are many,
+    short-lived and free of cycles, and a collection while they live would only move them to an
+    older generation and bring on full collections of the whole heap sooner. Enabled again
+    after, unless it was off already (as ``Projection.from_log`` does for a replay)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()

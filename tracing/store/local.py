@@ -1,0 +1,395 @@
+"""The local store: an event log and its SQLite index, behind the read model.
+
+What ``callctx serve --log``, ``callctx ui LOG`` and the reading commands use. The log is the
+source of truth; the index (:mod:`callctx.store.index`) is kept up to date by following the
+log as it grows (:class:`callctx.projection.log_reader.LogTail`): every read first indexes what
+was appended since the last one (:meth:`LocalStore.refresh`; a serve also refreshes in the
+background), so a reader always sees every whole record written before it asked.
+
+An index kept in a file beside the log (``index=PATH``) starts again where it stopped: after
+a clean stop, after ``SIGKILL``, and from nothing when it is missing, of another version, or of
+another log. Trees are folded on read, by the projection, from the records of their traces
+(read back by byte range); the last trees folded are kept while nothing new arrives for them,
+up to ``max_trees`` trees and ``max_tree_spans`` spans in all.
+
+Threading: any method from any thread; indexing is serialised by a lock, reads share the
+index's connection under its lock. Errors: :class:`NotFound`, :class:`BadInput`; a log that
+cannot be read is :class:`StoreUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from callctx.projection.calls import ModelCall, RunStatus, Usage
+from callctx.projection.errors import NotFound
+from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
+from callctx.projection.fold import Projection
+from callctx.projection.log import Damage, LogError
+from callctx.projection.log_reader import LogTail, merge_ranges, read_ranges
+from callctx.projection.manifest import ManifestError
+from callctx.projection.manifest import decode as decode_manifest
+
+from .index import Index, run_status
+from .model import (
+    ANY,
+    Facets,
+    Filter,
+    Page,
+    Recorded,
+    SpanRow,
+    Spend,
+    StoreState,
+    StoreUnavailable,
+    TreeRow,
+    bounds,
+    out_of_range,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TREES = 1000  # folded trees kept in memory...
+DEFAULT_MAX_TREE_SPANS = 200_000  # ...and their spans, in all
+RANGE_GAP = 64 << 10  # a tree's records closer than this many bytes are read in one go
+_EVENTS = (SpanStarted, SpanEnded, Collapsed)
+
+
+class LocalStore:
+    """The read model over one event log (see the module docstring).
+
+    ``index``: a file for the index (kept between runs), or None to keep it in memory.
+    ``finished``: the log is complete (no writer will add to it): spans that never ended read
+    as ``interrupted``, in listings and trees; otherwise as ``running``."""
+
+    def __init__(
+        self,
+        log_path: str | os.PathLike[str],
+        *,
+        index: str | os.PathLike[str] | None = None,
+        finished: bool = False,
+        max_trees: int = DEFAULT_MAX_TREES,
+        max_tree_spans: int = DEFAULT_MAX_TREE_SPANS,
+    ) -> None:
+        self.path = Path(log_path)
+        self.finished = finished
+        self.max_trees = max_trees
+        self.max_tree_spans = max_tree_spans
+        self.index = Index(index, read_back=self._read_back)
+        offset, line, identity = self.index.position()
+        self._tail = LogTail(self.path, offset=offset, line=line, identity=identity)
+        self._refreshing = threading.Lock()
+        self._replaced = 0
+        self._folded: OrderedDict[str, tuple[tuple[int, int], Projection, int]] = OrderedDict()
+        self._folded_spans = 0
+        self._fold_lock = threading.Lock()
+        self._totals: dict[str, tuple[tuple[int, int], dict[str, tuple[Usage, list[Spend]]]]] = {}
+
+    # ---- following the log --------------------------------------------------------------------
+    def refresh(self) -> int:
+        """Index what was appended to the log since the last refresh; the cursor after it."""
+        with self._refreshing:
+            tail = self._tail
+            blocks = tail.read()
+            first = True
+            for block in blocks:
+                if first and tail.replaced:
+                    self._replaced += 1
+                    self.index.reset()
+                    self._forget_folds()
+                first = False
+                try:
+                    self.index.add(block, offset=tail.offset, line=tail.line, identity=tail.identity)
+                except Exception as e:  # noqa: BLE001 - the log has the records; the index must go on
+                    self.index.refused += len(block)
+                    log.error("callctx: %d records could not be indexed: %s", len(block), e)
+            if first and tail.replaced:
+                self._replaced += 1
+                self.index.reset()
+                self._forget_folds()
+            return self._cursor()
+
+    def _cursor(self) -> int:
+        return (self._replaced << 48) + self._tail.offset
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> LocalStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def damage(self) -> list[Damage]:
+        """The first damaged records found (their lines and why)."""
+        return self._tail.damage
+
+    # ---- listings -----------------------------------------------------------------------------
+    def state(self) -> StoreState:
+        cursor = self.refresh()
+        return StoreState(
+            cursor=cursor, calls=self.index.count_calls(), trees=self.index.tree_count(),
+            spans=self.index.span_count(), source=str(self.path), exists=self.path.exists(),
+            damaged=self._tail.damaged,
+        )  # fmt: skip
+
+    def facets(self) -> Facets:
+        self.refresh()
+        services, functions, models = self.index.facets()
+        return Facets(services=services, functions=functions, models=models)
+
+    def calls(self, f: Filter = ANY, *, offset: int = 0, limit: int = 100) -> Page[ModelCall]:
+        offset, limit = bounds(offset, limit)
+        self.refresh()
+        total, calls = self.index.calls(f, offset, limit)
+        for c in calls:
+            c.status = self._status_of_call(c)
+        return Page(total=total, offset=offset, limit=limit, items=calls)
+
+    def call(self, n: int) -> ModelCall:
+        self.refresh()
+        call = self.index.call(n)
+        if call is None:
+            raise out_of_range(n, self.index.count_calls())
+        call.status = self._status_of_call(call)
+        return call
+
+    def _status_of_call(self, call: ModelCall) -> RunStatus:
+        return "interrupted" if call.status == "running" and self.finished else call.status
+
+    def trees(self, f: Filter = ANY, *, offset: int = 0, limit: int = 100) -> Page[TreeRow]:
+        offset, limit = bounds(offset, limit)
+        self.refresh()
+        if f.status == "interrupted" and self.finished:
+            f = Filter(**{**_fields(f), "status": "running"})
+        elif f.status == "running" and self.finished:
+            return Page(total=0, offset=offset, limit=limit, items=[])
+        total, rows = self.index.trees(f, offset, limit)
+        called = self.index.tree_calls([r[0] for r in rows])
+        out = []
+        for key, session, first, last, spans, ended, errors, services in rows:
+            n, spend, models = called.get(key, (0, [], []))
+            usage = Usage()
+            for sp in spend:
+                usage = usage.plus(sp.usage)
+            _, roots = self.index.roots(key, 0, 20)
+            status: RunStatus = "error" if errors else ("running" if spans > ended else "ok")
+            if status == "running" and self.finished:
+                status = "interrupted"
+            out.append(TreeRow(
+                key=key, kind="session" if session else "trace", services=_services(services),
+                start_ns=first or 0, end_ns=last or first or 0, status=status, spans=spans, calls=n, usage=usage,
+                spend=spend, models=sorted(models), functions=[r[5] for r in roots],
+            ))  # fmt: skip
+        return Page(total=total, offset=offset, limit=limit, items=out)
+
+    def spans(self, tree: str, parent: str | None = None, *, offset: int = 0, limit: int = 100) -> Page[SpanRow]:
+        offset, limit = bounds(offset, limit)
+        self.refresh()
+        if not self.index.tree_exists(tree):
+            raise NotFound(f"no tree {tree}")
+        if parent is None:
+            total, rows = self.index.roots(tree, offset, limit)
+        else:
+            if self.index.span(parent) is None:
+                raise NotFound(f"no span {parent}")
+            total, rows = self.index.children(parent, offset, limit)
+        totals = self._subtree_totals(tree)
+        numbers = self.index.call_numbers([r[0] for r in rows if r[4] == "llm"])
+        items = []
+        for sid, tid, parent_id, name, kind, fn, status, error, start, end, started, ended, kids, ours in rows:
+            usage, spend = totals.get(sid, (Usage(), []))
+            run = run_status(bool(started), bool(ended), status)
+            if run == "running" and self.finished:
+                run = "interrupted"
+            items.append(SpanRow(
+                span_id=sid, trace_id=tid, parent_id=parent_id, name=name or "", kind=kind, function=fn or "",
+                status=run, error=error, start_ns=start, end_ns=end if ended else None, children=kids,
+                call=numbers.get(sid), ours=bool(ours), usage=usage, spend=spend,
+            ))  # fmt: skip
+        return Page(total=total, offset=offset, limit=limit, items=items)
+
+    def _subtree_totals(self, key: str) -> dict[str, tuple[Usage, list[Spend]]]:
+        """Per span of tree ``key``: the usage of the model calls under it (itself included),
+        in all and per provider and model. Worked out once per version of the tree."""
+        members = self.index.members(key)
+        version = self.index.version(members)
+        hit = self._totals.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        parents = dict(self.index.tree_spans(key))
+        per: dict[str, dict[tuple[str | None, str | None], Usage]] = {}
+        for sid, provider, model, usage in self.index.tree_call_usage(key):
+            seen: set[str] = set()
+            at: str | None = sid
+            while at is not None and at in parents and at not in seen:
+                seen.add(at)
+                mine = per.setdefault(at, {})
+                mine[(provider, model)] = mine.get((provider, model), Usage()).plus(usage)
+                at = parents[at]
+        out: dict[str, tuple[Usage, list[Spend]]] = {}
+        for sid, by_model in per.items():
+            total = Usage()
+            spend = []
+            for (provider, model), usage in sorted(by_model.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or "")):
+                total = total.plus(usage)
+                spend.append(Spend(provider, model, usage))
+            out[sid] = (total, spend)
+        if len(self._totals) > 64:
+            self._totals.clear()
+        self._totals[key] = (version, out)
+        return out
+
+    def ancestors(self, span_id: str) -> list[str]:
+        self.refresh()
+        chain: list[str] = []
+        sid: str | None = span_id
+        while sid is not None and sid not in chain and len(chain) < 10_000:
+            if self.index.span(sid) is None:
+                break
+            chain.append(sid)
+            sid = self.index.parent_of(sid)
+        return chain[::-1]
+
+    def tree_of(self, trace_id: str) -> str:
+        """The session or trace a trace's spans are listed under."""
+        return self.index.tree_of(trace_id)
+
+    # ---- trees, folded on read ----------------------------------------------------------------
+    def tree(self, key: str, *, render_range: int | None = None) -> str:
+        self.refresh()
+        members = self.index.members(key)
+        if not members:
+            raise NotFound(f"no session or trace {key!r}")
+        proj = self._fold(key, members)
+        try:
+            return proj.session_tree(key, render_range=render_range)
+        except KeyError:
+            return ""  # spans, but no call to list: an empty tree
+
+    def span_tree(self, span_id: str, *, final: bool = False, render_range: int | None = None) -> str:
+        self.refresh()
+        row = self.index.span(span_id)
+        if row is None or not row[10]:  # unknown, or only its end arrived
+            raise NotFound(f"unknown span {span_id!r}")
+        trace_id = row[1]
+        members = sorted({trace_id, *(t for key in self.index.trees_of(trace_id) for t in self.index.members(key))})
+        if final:
+            key = self.index.tree_of(trace_id)
+            proj = self._fold(f"span:{key}", members)
+            return proj.view(span_id, render_range=render_range).text
+        records = self._records(members)
+        seen = Projection.as_seen_by(records, span_id)
+        return seen.view(span_id, render_range=render_range).text
+
+    def _records(self, members: Sequence[str]) -> list[Record]:
+        wanted = set(members)
+        ranges = merge_ranges(self.index.ranges(members), RANGE_GAP)
+        try:
+            return [
+                r for r in read_ranges(self.path, ranges)
+                if type(r) in _EVENTS and r.trace_id in wanted  # type: ignore[union-attr]
+            ]  # fmt: skip
+        except LogError as e:
+            raise StoreUnavailable(str(e)) from None
+
+    def _fold(self, key: str, members: Sequence[str]) -> Projection:
+        version = self.index.version(members)
+        with self._fold_lock:
+            hit = self._folded.get(key)
+            if hit is not None and hit[0] == version:
+                self._folded.move_to_end(key)
+                return hit[1]
+        proj = Projection()
+        proj.apply_all(self._records(members))  # type: ignore[arg-type]
+        if self.finished:
+            proj.mark_recovered()
+        size = len(proj.nodes)
+        with self._fold_lock:
+            old = self._folded.pop(key, None)
+            if old is not None:
+                self._folded_spans -= old[2]
+            if size <= self.max_tree_spans:
+                self._folded[key] = (version, proj, size)
+                self._folded_spans += size
+                while (self._folded_spans > self.max_tree_spans or len(self._folded) > self.max_trees) and self._folded:
+                    _, (_, _, n) = self._folded.popitem(last=False)
+                    self._folded_spans -= n
+        return proj
+
+    def _forget_folds(self) -> None:
+        with self._fold_lock:
+            self._folded.clear()
+            self._folded_spans = 0
+        self._totals.clear()
+
+    # ---- what a call was sent -----------------------------------------------------------------
+    def recorded(self, call: ModelCall) -> Recorded:
+        self.refresh()
+        row = self.index.span(call.span_id)
+        if row is None or row[14] is None:
+            raise NotFound(f"call {call.index}: its span is not in {self.path}")
+        start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
+        ranges = [(start_at, start_at + start_len)]
+        if end_at is not None:
+            ranges.append((end_at, end_at + end_len))
+        start: SpanStarted | None = None
+        end: SpanEnded | None = None
+        for rec in self._read(ranges):
+            if type(rec) is SpanStarted and rec.span_id == call.span_id:
+                start = rec
+            elif type(rec) is SpanEnded and rec.span_id == call.span_id:
+                end = rec
+        if start is None:
+            raise NotFound(f"call {call.index}: its records could not be read back from {self.path}")
+        texts: dict[str, str] = {}
+        if call.manifest is not None:
+            try:
+                hashes = decode_manifest(call.manifest).text_hashes()
+            except ManifestError:
+                hashes = []
+            texts = self.texts(hashes)
+        return Recorded(call=call, texts=texts, start=start, end=end)
+
+    def texts(self, hashes: Iterable[str]) -> dict[str, str]:
+        """The texts the log stores under these hashes (those it has)."""
+        found = self.index.blob_ranges(hashes)
+        out: dict[str, str] = {}
+        by_range = sorted((at, at + n, h) for h, (at, n) in found.items())
+        for rec in self._read([(a, b) for a, b, _ in by_range]):
+            h = getattr(rec, "hash", None)
+            if h in found:
+                out[h] = rec.text  # type: ignore[union-attr]
+        return out
+
+    def _read(self, ranges: Sequence[tuple[int, int]]) -> list[Record]:
+        try:
+            return list(read_ranges(self.path, merge_ranges(ranges)))
+        except LogError as e:
+            raise StoreUnavailable(str(e)) from None
+
+    def _read_back(self, offset: int, length: int) -> Record | None:
+        found = self._read([(offset, offset + length)])
+        return found[0] if found else None
+
+
+def _services(concatenated: str | None) -> list[str]:
+    out: set[str] = set()
+    for part in (concatenated or "").split("\x1f"):
+        if part:
+            out.update(json.loads(part))
+    return sorted(out)
+
+
+def _fields(f: Filter) -> dict[str, Any]:
+    return msgspec.structs.asdict(f)

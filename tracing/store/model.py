@@ -1,0 +1,232 @@
+"""The read model: what every reader asks of a trace store, and the records it answers with.
+
+:class:`Store` is the one protocol the command line, ``callctx serve``'s read API and the
+debugger page read through. It knows nothing of files or SQL: the local implementation
+(:class:`callctx.store.local.LocalStore`: the event log and its SQLite index) is one store;
+a shared one (ClickHouse) is another, behind the same methods.
+
+What a store answers:
+
+* sessions and traces (:meth:`Store.trees`), model calls of every dialect
+  (:meth:`Store.calls`, :meth:`Store.call`), each filtered (:class:`Filter`), paged and
+  totalled (:class:`Page`); calls numbered from 1 in start order
+  (:func:`callctx.projection.calls.call_order`), whatever the filter;
+* a tree's spans, a level at a time (:meth:`Store.spans`), with what the model calls under
+  each cost (:class:`SpanRow`);
+* the call tree as YAML: a session's or trace's whole tree (:meth:`Store.tree`), and the tree
+  as a span saw it when it started or as it stands (:meth:`Store.span_tree`), folded by the
+  projection from the trace's records;
+* what a model call was sent (:meth:`Store.recorded`): the manifest and the texts it names,
+  for callctx's own calls, or the span's attributes and events, for other instrumentations';
+  :mod:`callctx.store.contexts` turns them into a verified or reconstructed context;
+* a cursor that moves whenever anything new arrived (:meth:`Store.state`), for live readers.
+
+Threading: every method may be called from any thread. Errors: :class:`NotFound` for a call,
+tree or span the store does not hold; :class:`BadInput` for a parameter out of range;
+:class:`StoreUnavailable` when the store cannot be read at all.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Literal, Protocol, TypeVar
+
+import msgspec
+
+from callctx.projection.calls import ModelCall, RunStatus, Usage
+from callctx.projection.dialects import Kind
+from callctx.projection.errors import BadInput, CallctxError, NotFound
+from callctx.projection.events import SpanEnded, SpanStarted
+
+T = TypeVar("T")
+
+MAX_LIMIT = 1000  # rows per page at most
+
+
+class StoreUnavailable(CallctxError):
+    """The store cannot be read: unreachable, missing, or not what it should be."""
+
+
+class Filter(msgspec.Struct, frozen=True, kw_only=True):
+    """What a listing keeps; every field optional, times in ns since the epoch. ``tree`` (a
+    session, or a trace outside any) applies to calls; trees are their own key."""
+
+    service: str | None = None
+    session: str | None = None
+    tree: str | None = None
+    since_ns: int | None = None
+    until_ns: int | None = None
+    function: str | None = None
+    model: str | None = None
+    status: RunStatus | None = None
+    ours: bool | None = None  # calls only: True, callctx's own; False, other instrumentations'
+
+
+ANY = Filter()  # keeps everything
+
+
+class Page(msgspec.Struct, Generic[T], kw_only=True):
+    """One page of a listing: ``items`` from ``offset``, and how many match in all."""
+
+    total: int
+    offset: int
+    limit: int
+    items: list[T]
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + self.limit
+        return end if end < self.total else None
+
+
+def bounds(offset: int, limit: int) -> tuple[int, int]:
+    """A page's offset and limit, checked (:class:`BadInput`) and capped at ``MAX_LIMIT``."""
+    if offset < 0 or limit < 0:
+        raise BadInput("offset and limit must not be negative")
+    return offset, min(limit, MAX_LIMIT)
+
+
+class Spend(msgspec.Struct, frozen=True, array_like=True):
+    """Tokens spent on one model of one provider (what a cost is priced from)."""
+
+    provider: str | None
+    model: str | None
+    usage: Usage
+
+
+class TreeRow(msgspec.Struct, kw_only=True):
+    """A session (root calls sharing a conversation id), or a trace outside any session."""
+
+    key: str
+    kind: Literal["session", "trace"]
+    services: list[str]
+    start_ns: int
+    end_ns: int
+    status: RunStatus
+    spans: int
+    calls: int
+    usage: Usage
+    spend: list[Spend]
+    models: list[str]
+    functions: list[str]  # the names of its root spans, the first 20, by start
+
+
+class SpanRow(msgspec.Struct, kw_only=True):
+    """One span of a tree, as a level of the tree lists it; ``usage`` and ``spend`` are those
+    of the model calls in its subtree, ``call`` its number when it is a model call."""
+
+    span_id: str
+    trace_id: str
+    parent_id: str | None
+    name: str
+    kind: Kind
+    function: str
+    status: RunStatus
+    error: str | None
+    start_ns: int
+    end_ns: int | None
+    children: int
+    call: int | None
+    ours: bool  # a model call callctx recorded (its context is rebuilt and verified)
+    usage: Usage
+    spend: list[Spend]
+
+
+class Facets(msgspec.Struct, kw_only=True):
+    """What a reader can filter by: every service, agentic function and model the store holds."""
+
+    services: list[str]
+    functions: list[str]
+    models: list[str]
+
+
+class StoreState(msgspec.Struct, kw_only=True):
+    """Where the store stands: ``cursor`` moves whenever anything new arrived."""
+
+    cursor: int
+    calls: int
+    trees: int
+    source: str
+    spans: int
+    exists: bool  # False: nothing to read yet (a log not created yet, an empty table)
+    damaged: int  # records that could not be read
+
+
+class Recorded(msgspec.Struct, kw_only=True):
+    """What a model call was sent, as the store holds it: for callctx's own calls the
+    manifest's texts by hash (those the store has); for any call, its span's records."""
+
+    call: ModelCall
+    texts: dict[str, str]
+    start: SpanStarted
+    end: SpanEnded | None
+
+
+class Store(Protocol):
+    """The read model (see the module docstring for the contract)."""
+
+    def state(self) -> StoreState: ...
+
+    def facets(self) -> Facets: ...
+
+    def trees(self, f: Filter = ANY, *, offset: int = 0, limit: int = 100) -> Page[TreeRow]: ...
+
+    def calls(self, f: Filter = ANY, *, offset: int = 0, limit: int = 100) -> Page[ModelCall]: ...
+
+    def call(self, n: int) -> ModelCall:
+        """Call ``n`` (from 1); :class:`NotFound` saying the range when there is none."""
+        ...
+
+    def spans(self, tree: str, parent: str | None = None, *, offset: int = 0, limit: int = 100) -> Page[SpanRow]:
+        """The root spans of ``tree`` (``parent`` None), or the children of ``parent``, by start."""
+        ...
+
+    def ancestors(self, span_id: str) -> list[str]:
+        """``span_id``'s ancestors the store holds, the outermost first, then the span itself."""
+        ...
+
+    def tree(self, key: str, *, render_range: int | None = None) -> str:
+        """The whole call tree of a session or trace, seen from outside any call."""
+        ...
+
+    def span_tree(self, span_id: str, *, final: bool = False, render_range: int | None = None) -> str:
+        """The tree as call ``span_id`` saw it when it started (``final``: as it stands)."""
+        ...
+
+    def recorded(self, call: ModelCall) -> Recorded: ...
+
+    def close(self) -> None: ...
+
+
+def check_status(status: str | None) -> RunStatus | None:
+    """A status filter as given, checked (:class:`BadInput`)."""
+    if status in (None, ""):
+        return None
+    if status not in ("running", "ok", "error", "interrupted"):
+        raise BadInput("status is ok, error, running or interrupted")
+    return status  # type: ignore[return-value]
+
+
+def out_of_range(n: int, total: int) -> NotFound:
+    """The error for call ``n`` when the store holds ``total`` calls."""
+    held = f"1 to {total}" if total else "no calls yet"
+    return NotFound(f"call {n} is out of range ({held})")
+
+
+__all__ = [
+    "ANY",
+    "MAX_LIMIT",
+    "Facets",
+    "Filter",
+    "Page",
+    "Recorded",
+    "SpanRow",
+    "Spend",
+    "Store",
+    "StoreState",
+    "StoreUnavailable",
+    "TreeRow",
+    "bounds",
+    "check_status",
+    "out_of_range",
+]
+
