@@ -4,6 +4,8 @@ body each provider's API receives.
 The body built here is what goes over the wire, key for key (tests send it through the
 official SDKs against a capturing transport and compare). Its canonical hash is recorded
 with every model call, so a request can be rebuilt from the log and checked byte for byte.
+The formats, and the provider names that stand for one, are the provider table's
+(``callctx.components.providers``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .. import providers
 from ..context import Context
 from .exchange import Exchange
 from .params import Params
@@ -20,7 +23,7 @@ from .params import Params
 Builder = Callable[[Context, list[Exchange], Params], dict[str, Any]]
 
 
-def _builders() -> dict[str, Builder]:
+def _builders() -> dict[providers.Wire, Builder]:
     global _BUILDERS
     if _BUILDERS is None:
         from . import anthropic, gemini, openai
@@ -34,18 +37,22 @@ def _builders() -> dict[str, Builder]:
     return _BUILDERS
 
 
-_BUILDERS: dict[str, Builder] | None = None
+_BUILDERS: dict[providers.Wire, Builder] | None = None
 
 
-WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
-ALIASES = {"openai": "openai-chat", "google": "gemini", "claude": "anthropic"}
+WIRES = providers.WIRES
+ALIASES = providers.ALIASES
 
 
-def resolve(wire: str) -> str:
-    name = ALIASES.get(wire, wire)
-    if name not in WIRES:
-        raise ValueError(f"unknown provider wire format {wire!r}; known: {', '.join(WIRES)} (or {', '.join(ALIASES)})")
-    return name
+def resolve(wire: str) -> providers.Wire:
+    """The wire format a name gives: a format's own name, or a provider's name or alias (the
+    format its client speaks). ``ValueError`` for any other name."""
+    if wire in ALIASES:
+        return ALIASES[wire]
+    for name in WIRES:
+        if name == wire:
+            return name
+    raise ValueError(f"unknown provider wire format {wire!r}; known: {', '.join(WIRES)} (or {', '.join(ALIASES)})")
 
 
 def build(wire: str, context: Context, exchanges: list[Exchange] | None = None, params: Params | None = None) -> dict:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from callctx.components import providers
 from callctx.store.model import Filter, Store
 
 from .common import EXIT_OK, CliError, every_call, open_log
@@ -127,7 +128,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     """The cache command."""
     p = sub.add_parser("cache", help="simulate a provider's prompt cache over a log's model calls")
     p.add_argument("log")
-    p.add_argument("--provider", default="anthropic", help="cache model from the rules table (default: anthropic)")
+    rows = providers.CACHE_ROWS
+    p.add_argument(
+        "--provider",
+        default=rows[0],
+        help=f"cache model from the rules table: {', '.join(rows)}, or a row of your own --rules (default: {rows[0]})",
+    )
     p.add_argument("--model", help="model name for per-model rules and prices (default: the recorded one)")
     p.add_argument("--rules", help="your own cache rules table (YAML, same shape as the shipped one)")
     p.add_argument(

@@ -9,7 +9,7 @@ from typing import TextIO
 
 import msgspec
 
-from callctx.components import wire
+from callctx.components import providers, wire
 from callctx.components.cache import exchange_text
 from callctx.components.tokens import counter as tokens_for
 from callctx.projection.calls import ModelCall
@@ -130,6 +130,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("context", help="rebuild and verify the exact request of call N")
     p.add_argument("log")
     p.add_argument("--at", type=int, required=True, metavar="N")
-    p.add_argument("--provider", choices=[*wire.WIRES, *wire.ALIASES], help="show it in another provider's format")
+    p.add_argument("--provider", choices=providers.WIRE_NAMES, help="show it in another provider's format")
     p.add_argument("--json", action="store_true", help="print the request body as JSON")
     p.set_defaults(run=cmd_context)

@@ -31,7 +31,7 @@ from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResult
 from callctx.engine.config import Config
 from callctx.engine.tools import Tool, as_tools, result_text
 from callctx.instrument.decorator import TracedCall
-from callctx.models.base import ModelError, ModelRequest, Reply
+from callctx.models.base import AsyncModel, AsyncStreamingModel, ModelError, ModelRequest, Reply, StreamingModel
 from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.errors import CallctxError
@@ -219,7 +219,7 @@ async def _adrive(steps: Any, stream: Callable[[str], Any] | None) -> Any:
 
 
 def _complete(model: Any, request: ModelRequest, stream: Callable[[str], None] | None) -> Reply:
-    if stream is not None and hasattr(model, "stream"):
+    if stream is not None and isinstance(model, StreamingModel):
         return model.stream(request, stream)
     reply = model.complete(request)
     if stream is not None and reply.text:
@@ -228,9 +228,9 @@ def _complete(model: Any, request: ModelRequest, stream: Callable[[str], None] |
 
 
 async def _acomplete(model: Any, request: ModelRequest, stream: Callable[[str], Any] | None) -> Reply:
-    if stream is not None and hasattr(model, "astream"):
+    if stream is not None and isinstance(model, AsyncStreamingModel):
         return await model.astream(request, stream)
-    if stream is not None and hasattr(model, "stream"):
+    if stream is not None and isinstance(model, StreamingModel):
         # the provider streams through its blocking client: in a thread, each piece handed to
         # ``stream`` on this loop (awaited when it is a coroutine function), in order
         loop = asyncio.get_running_loop()
@@ -247,7 +247,7 @@ async def _acomplete(model: Any, request: ModelRequest, stream: Callable[[str], 
             await asyncio.wrap_future(done)
         await asyncio.sleep(0)  # let the pieces scheduled last run before the reply is returned
         return reply
-    if hasattr(model, "acomplete"):
+    if isinstance(model, AsyncModel):
         reply = await model.acomplete(request)
     else:
         reply = await asyncio.to_thread(_complete, model, request, None)
@@ -476,12 +476,13 @@ def _chat(
         span.end()
         rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, None, e, tuple(exchanges)))
         raise
+    used = reply.usage
     end: dict[str, Any] = {
-        s.USAGE_INPUT: reply.usage.input,
-        s.USAGE_OUTPUT: reply.usage.output,
-        s.USAGE_CACHE_READ: reply.usage.cache_read,
-        s.USAGE_CACHE_WRITE: reply.usage.cache_write,
-    }
+        key: value
+        for key, value in ((s.USAGE_INPUT, used.input), (s.USAGE_OUTPUT, used.output),
+                           (s.USAGE_CACHE_READ, used.cache_read), (s.USAGE_CACHE_WRITE, used.cache_write))
+        if value is not None  # what the provider did not report is not written
+    }  # fmt: skip
     if reply.model:
         end[s.RESPONSE_MODEL] = reply.model
     if reply.text is not None:

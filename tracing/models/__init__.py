@@ -1,44 +1,61 @@
-"""Model clients: the offline scripted model (the default) and the providers' official SDKs."""
+"""Model clients: the offline scripted model (the default) and the providers' official SDKs.
+
+Which client a ``provider:model`` spec names is the provider table's
+(``callctx.components.providers``); a client's module is imported when a spec first names it,
+so an SDK that is not installed costs nothing until it is asked for.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .base import Model, ModelError, ModelRequest, Reply, Usage
+from callctx.components import providers
+
+from .base import AsyncModel, AsyncStreamingModel, Model, ModelError, ModelRequest, Reply, StreamingModel, Usage
 from .scripted import ScriptedModel, tool_call
 
-PROVIDERS = ("scripted", "openai", "openai-responses", "anthropic", "gemini")
+PROVIDERS = providers.NAMES
+
+
+def client_class(provider: providers.Provider) -> type[Model]:
+    """The client class a provider's row names (its module imported on first use)."""
+    module, _, name = provider.client.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def resolve(spec: str | Model | None, **options: Any) -> Model:
     """A model from ``provider:model`` (``openai:gpt-4o``, ``openai-responses:gpt-4o``,
-    ``anthropic:claude-sonnet-4-5``, ``gemini:gemini-2.5-flash``, ``scripted``)."""
+    ``anthropic:claude-sonnet-4-5``, ``gemini:gemini-2.5-flash``, ``scripted``); any name or
+    alias of the provider table's. ``ValueError`` for an unknown provider or a missing model."""
     if spec is None:
         return ScriptedModel()
     if not isinstance(spec, str):
         return spec
-    provider, _, name = spec.partition(":")
-    if provider == "scripted":
-        return ScriptedModel(model=name or "scripted", **options)
-    if not name:
+    name, _, model = spec.partition(":")
+    try:
+        provider = providers.named(name)
+    except KeyError:
+        raise ValueError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}") from None
+    cls: Any = client_class(provider)
+    if provider.offline:
+        return cls(model=model, **options) if model else cls(**options)
+    if not model:
         raise ValueError(f"model spec {spec!r} needs a model name: provider:model")
-    if provider == "openai":
-        from .openai import OpenAIChat
-
-        return OpenAIChat(name, **options)
-    if provider == "openai-responses":
-        from .openai import OpenAIResponses
-
-        return OpenAIResponses(name, **options)
-    if provider == "anthropic":
-        from .anthropic import AnthropicMessages
-
-        return AnthropicMessages(name, **options)
-    if provider in ("gemini", "google"):
-        from .gemini import Gemini
-
-        return Gemini(name, **options)
-    raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    return cls(model, **options)
 
 
-__all__ = ["Model", "ModelError", "ModelRequest", "Reply", "ScriptedModel", "Usage", "resolve", "tool_call"]
+__all__ = [
+    "AsyncModel",
+    "AsyncStreamingModel",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "Reply",
+    "ScriptedModel",
+    "StreamingModel",
+    "Usage",
+    "client_class",
+    "resolve",
+    "tool_call",
+]

@@ -7,10 +7,12 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
+from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
 
 
-class AnthropicMessages(SdkModel):
+class AnthropicMessages(SdkModel, StreamingModel):
+    """Messages: complete, stream, and their async forms through the SDK's async client."""
+
     wire = "anthropic"
     provider = "anthropic"
 

@@ -1,9 +1,21 @@
-"""What the runtime needs from a model client, whatever the provider."""
+"""What the runtime needs from a model client, whatever the provider.
+
+:class:`Model` is what every client implements (``complete``); :class:`StreamingModel`,
+:class:`AsyncModel` and :class:`AsyncStreamingModel` are what a client may add (``stream``,
+``acomplete``, ``astream``). They are runtime-checkable: the engine asks ``isinstance`` which
+of them a model implements and falls back to the ones it has (a model that cannot stream
+delivers its whole text at once; a blocking one runs in a thread under ``aexec``). The
+clients name the protocols they implement among their bases.
+
+Errors: a client raises :class:`ModelError` for a provider's refusal or failure, with the
+HTTP status and whether a retry may help.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -11,17 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 from callctx.components.context import Context
 from callctx.components.wire.exchange import ToolCall
 from callctx.components.wire.params import Params
+from callctx.projection.calls import Usage  # what a reply reports: input counts cached tokens too
 from callctx.projection.errors import CallctxError
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens of one call. ``input`` counts every input token, cached ones included."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,29 @@ class Model(Protocol):
     def complete(self, request: ModelRequest) -> Reply: ...
 
 
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model whose reply's text can be handed over as it arrives."""
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
+        """The reply, its text handed to ``on_text`` piece by piece as it arrives."""
+        ...
+
+
+@runtime_checkable
+class AsyncModel(Model, Protocol):
+    """A model with a call of its own for an event loop."""
+
+    async def acomplete(self, request: ModelRequest) -> Reply: ...
+
+
+@runtime_checkable
+class AsyncStreamingModel(Model, Protocol):
+    """A model that streams on an event loop: ``on_text`` may return an awaitable, which is awaited."""
+
+    async def astream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply: ...
+
+
 def retryable(status: int | None) -> bool:
     """Is a failed call worth retrying? No HTTP status (the request never got an answer), a
     timeout, a conflict, rate limiting or a server error are; other client errors are not."""
@@ -77,7 +103,7 @@ def import_sdk(module: str, extra: str) -> ModuleType:
         raise ImportError(f"the {extra} client needs its SDK: pip install 'callctx[{extra}]'") from e
 
 
-class SdkModel:
+class SdkModel(AsyncModel):
     """What the clients of the providers' official SDKs share: the request parameters and the
     SDK client (the one given, else one built by :meth:`connect` from the key, the base URL,
     the timeout and the retry count). Threading: the SDK clients are thread-safe, so one

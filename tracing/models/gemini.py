@@ -11,7 +11,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
+from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
 
 
 def _error(e: Exception) -> Exception:
@@ -42,7 +42,9 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     return {"contents": body["contents"], "config": config}
 
 
-class Gemini(SdkModel):
+class Gemini(SdkModel, StreamingModel):
+    """generate_content and its stream, and their async forms through the client's ``aio`` side."""
+
     wire = "gemini"
     provider = "gcp.gemini"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, Usage, import_sdk, retryable
+from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
 
 
 def _error(e: Exception) -> ModelError:
@@ -35,7 +35,7 @@ class _OpenAI(SdkModel):
         return sdk.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
-class OpenAIChat(_OpenAI):
+class OpenAIChat(_OpenAI, StreamingModel):
     """Chat Completions."""
 
     wire = "openai-chat"
@@ -105,7 +105,7 @@ class OpenAIChat(_OpenAI):
         return Reply(msg.content, calls, usage, r.model, choice.finish_reason)
 
 
-class OpenAIResponses(_OpenAI):
+class OpenAIResponses(_OpenAI, StreamingModel):
     """The Responses API."""
 
     wire = "openai-responses"

@@ -24,7 +24,7 @@ from callctx.components import tokens
 from callctx.components.wire.exchange import ToolCall
 from callctx.components.wire.params import Params
 
-from .base import ModelRequest, Reply, Usage
+from .base import AsyncModel, AsyncStreamingModel, ModelRequest, Reply, StreamingModel, Usage
 
 Script = Mapping[str, Any] | Callable[[str | None, ModelRequest], Any] | str | os.PathLike[str]
 
@@ -34,7 +34,10 @@ def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-class ScriptedModel:
+class ScriptedModel(StreamingModel, AsyncModel, AsyncStreamingModel):
+    """Answers from a script: complete, stream, and both on an event loop. Threading: one
+    model serves every thread (the answers of a list are taken in turn under a lock)."""
+
     provider = "scripted"
 
     def __init__(self, script: Script | None = None, *, model: str = "scripted", wire: str = "anthropic"):
@@ -54,10 +57,12 @@ class ScriptedModel:
         usage_in = sum(s.tokens for s in request.context.segments)
         if isinstance(answer, Mapping) and set(answer) == {"tool_calls"}:
             calls = [self._call(c) for c in answer["tool_calls"]]
-            return Reply(None, calls, Usage(input=usage_in, output=8 * len(calls)), self.params.model, "tool_use")
+            used = Usage(input=usage_in, output=8 * len(calls), cache_read=0, cache_write=0)
+            return Reply(None, calls, used, self.params.model, "tool_use")
         text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         out = tokens.counter(request.context.encoding).count(text)
-        return Reply(text, [], Usage(input=usage_in, output=out), self.params.model, "end_turn")
+        used = Usage(input=usage_in, output=out, cache_read=0, cache_write=0)
+        return Reply(text, [], used, self.params.model, "end_turn")
 
     async def acomplete(self, request: ModelRequest) -> Reply:
         return self.complete(request)

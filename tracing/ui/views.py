@@ -29,7 +29,7 @@ from callctx.projection.errors import BadInput, NotFound
 from callctx.store.contexts import Foreign, Rebuilt, Unrebuildable, context_of, rebuild, request_in
 from callctx.store.model import Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
-from .prices import PROVIDERS, Prices, provider_row
+from .prices import DEFAULT, PROVIDERS, Prices, provider_row
 from .simulation import LogSimulation, shares
 
 _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
@@ -137,7 +137,7 @@ class Views:
             return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
                     "source": rec.source}  # fmt: skip
         context, exchanges = found.context, found.exchanges
-        prov = provider or provider_row(c.provider, c.model) or "anthropic"
+        prov = provider or provider_row(c.provider, c.model) or DEFAULT
         if prov not in PROVIDERS:
             raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
         with self._lock:
@@ -198,7 +198,7 @@ class Views:
         mine = self._all(Filter(tree=key, ours=True))
         if not mine:
             self.store.spans(key, limit=0)  # NotFound when there is no such tree
-        prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), "anthropic")
+        prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), DEFAULT)
         if prov not in PROVIDERS:
             raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
         rows = []

@@ -20,7 +20,7 @@ const state = {
   path: [], // its span path
   provider: null, // ?provider=
   filters: { service: "", function: "", status: "" },
-  facets: { services: [], functions: [], providers: ["anthropic", "openai", "gemini"], wires: ["anthropic", "openai-chat", "openai-responses", "gemini"] },
+  facets: { services: [], functions: [], providers: [], wires: [] }, // from /ui/api/facets: the server's provider table
   generation: null,
   treeRow: null, // the selected tree's row from /ui/api/trees, when known
 };
@@ -64,8 +64,10 @@ const calls = new VirtualList({
 
 const tree = new CallTree($("tree"), { onCall: (n) => navigate(callUrl(n)) });
 const chart = new Chart($("chart"), { onSelect: (n) => navigate(callUrl(n)) });
+let facetsLoaded = null; // the first /ui/api/facets: the detail pane waits for its provider and wire lists
 const detail = new CallDetail($("detail"), {
   facets: () => state.facets,
+  facetsLoaded: () => facetsLoaded,
   onProvider: setProvider,
   onCall: (n) => navigate(callUrl(n)),
 });
@@ -286,7 +288,7 @@ onUnauthorized(() => {
 // ---- start -----------------------------------------------------------------------------------
 
 renderTreeHead();
-loadFacets().catch(() => {});
+facetsLoaded = loadFacets().catch(() => {});
 trees.reset();
 route();
 poll();

@@ -29,9 +29,10 @@ const layerClass = (layer) => `lay-${LAYERS[layer] || "other"}`;
 const HERE = "# you are here";
 
 export class CallDetail {
-  constructor(root, { facets, onProvider, onCall }) {
+  constructor(root, { facets, facetsLoaded, onProvider, onCall }) {
     this.root = root;
     this.facets = facets; // () => the latest /ui/api/facets
+    this.facetsLoaded = facetsLoaded || (() => null); // () => a promise of the first facets (settles either way)
     this.onProvider = onProvider;
     this.onCall = onCall;
     this.clear();
@@ -56,7 +57,7 @@ export class CallDetail {
     this.n = n;
     let d;
     try {
-      d = await api.call(n, provider);
+      [d] = await Promise.all([api.call(n, provider), this.facetsLoaded()]);
     } catch (err) {
       if (token === this.token) {
         this.detail = null;
@@ -123,8 +124,9 @@ export class CallDetail {
   header(d) {
     const sim = d.simulation;
     const facets = this.facets();
-    const providers = facets.providers && facets.providers.length ? facets.providers : ["anthropic", "openai", "gemini"];
-    const current = (sim && sim.provider) || this.provider || d.provider || providers[0];
+    const named = (sim && sim.provider) || this.provider || d.provider;
+    const providers = facets.providers && facets.providers.length ? facets.providers : named ? [named] : [];
+    const current = named || providers[0];
     const problems = [...(d.problems || []), ...((sim && sim.warnings) || [])];
     const pct = d.tokens ? Math.round((100 * d.cacheable_tokens) / d.tokens) : 0;
     const jump = (sel) => () => this.root.querySelector(sel)?.scrollIntoView({ block: "start" });
