@@ -3,24 +3,38 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test extras browser lint bench clean
+# The editable install is strict: a tree of links under build/ that a folder named `callctx`
+# beside a script cannot shadow. Links follow edits; a file added or removed needs a new
+# install, so the install is stamped with the list of the package's files.
+FILES := $(shell find tracing projection components -type f ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort | cksum | cut -d' ' -f1)
+INSTALLED := $(VENV)/.installed-$(FILES)
+
+.PHONY: demo test extras browser lint typecheck bench clean
 
 $(BIN)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
 	touch $@
 
-$(BIN)/.test: $(BIN)/.base
-	$(BIN)/pip install --quiet -e '.[test]'
+$(INSTALLED): $(BIN)/.base pyproject.toml
+	rm -f $(VENV)/.installed-*
+	$(BIN)/pip install --quiet -e . --config-settings editable_mode=strict
 	touch $@
 
-demo: $(BIN)/.base
+$(BIN)/.test: $(INSTALLED)
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=strict
+	touch $@
+
+demo: $(INSTALLED)
 	$(BIN)/callctx demo
 
-test: $(BIN)/.test
+test: $(BIN)/.test $(INSTALLED)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest
+
+typecheck: $(BIN)/.test $(INSTALLED)
+	$(BIN)/mypy
 
 # Optional: the foreign tracing libraries and Arize Phoenix, each in .venv-extra/<name>.
 # Their tests run when these exist and are skipped otherwise.
@@ -28,12 +42,12 @@ extras:
 	bash .ci/extras
 
 # Real-browser tests: installs Debian's chromium and chromedriver when missing, then runs tests/browser.
-browser: $(BIN)/.test
+browser: $(BIN)/.test $(INSTALLED)
 	bash .ci/browser
 	$(BIN)/pytest tests/browser
 
-bench: $(BIN)/.test
+bench: $(BIN)/.test $(INSTALLED)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-extra .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-extra .pytest_cache .hypothesis build

@@ -32,6 +32,35 @@ def test_the_install_exposes_only_callctx(tmp_path):
     assert out["missing"] == []
 
 
+def test_a_folder_named_callctx_beside_a_script_does_not_shadow_the_install(tmp_path):
+    """A user clones the repository into ``callctx/`` and writes a script beside the clone."""
+    clone = tmp_path / "callctx"
+    (clone / "tracing").mkdir(parents=True)
+    (clone / "README.md").write_text("a clone\n")
+    (tmp_path / "script.py").write_text("from callctx import Agent, setup\nprint(Agent.__module__)\n")
+    proc = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "callctx.instrument.agent"
+
+
+def test_the_wheel_carries_the_license_and_the_page_and_builds_without_warnings(tmp_path):
+    import zipfile
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), "-v", str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Warning" not in proc.stdout + proc.stderr.replace("WARNING: Location", ""), proc.stdout[-3000:]
+    (wheel,) = tmp_path.glob("callctx-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "Apache License" in (ROOT / "LICENSE").read_text()
+    for page in ("index.html", "app.js", "app.css"):
+        assert f"callctx/ui/static/{page}" in names
+    assert "callctx/py.typed" in names and "callctx/components/cache_rules.yaml" in names
+
+
 def test_the_facade_is_small_and_typed():
     assert 10 <= len(callctx.__all__) <= 18
     assert {"agentic", "Agent", "setup", "carry", "Projection", "model", "ContextComponent"} <= set(callctx.__all__)
@@ -54,7 +83,9 @@ def _packages() -> dict[str, Path]:
 def test_pyproject_installs_every_package_under_callctx():
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert conf["package-dir"] == FOLDERS
-    assert sorted(conf["packages"]) == sorted(_packages())
+    data_only = {"callctx.ui.static"}  # the page's files: listed so that setuptools ships them as they are
+    assert sorted(conf["packages"]) == sorted([*_packages(), *data_only])
+    assert all(not (ROOT / "tracing" / "ui" / "static" / "__init__.py").exists() for _ in data_only)
 
 
 def _modules() -> dict[str, Path]:
