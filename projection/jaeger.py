@@ -93,7 +93,7 @@ def _fields(items: Any) -> dict[str, Any]:
 
 
 def _value(tag: dict[str, Any]) -> Any:
-    v = tag.get("value")
+    v: Any = tag.get("value")
     t = tag.get("type", "string")
     if t == "int64":
         return int(v)

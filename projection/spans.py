@@ -76,14 +76,13 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
     blobs: dict[str, str] = {}
     order: list[str] = []
     for rec in read_log(path):
-        t = type(rec)
-        if t is SpanStarted:
+        if type(rec) is SpanStarted:
             if rec.span_id not in starts:
                 starts[rec.span_id] = rec
                 order.append(rec.span_id)
-        elif t is SpanEnded:
+        elif type(rec) is SpanEnded:
             ends.setdefault(rec.span_id, rec)
-        elif t is Blob:
+        elif type(rec) is Blob:
             blobs[rec.hash] = rec.text
     sent: set[str] = set()
     resources: dict[str, dict[str, Any]] = {}  # span id -> the resource it (or its nearest ancestor) names

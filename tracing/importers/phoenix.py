@@ -49,8 +49,8 @@ def phoenix_span(js: dict[str, Any]) -> Received:
     ]
     return received(
         trace_id, span_id, parent_id, str(js.get("name", "")), start_ns, end_ns, attrs,
-        _STATUS.get(js.get("status_code"), "unset"), js.get("status_message") or None, DEFAULT_KIND, events, {}, None,
-        [],
+        _STATUS.get(str(js.get("status_code")), "unset"), js.get("status_message") or None, DEFAULT_KIND, events, {},
+        None, [],
     )  # fmt: skip
 
 
