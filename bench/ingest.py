@@ -209,7 +209,7 @@ def to_serve(protocol: str, spans: list, batch: int, folder: Path) -> tuple[floa
 def shares(rx: Receiver, n: int) -> str:
     st = rx.stats
     total = st.seconds_total
-    parts = {"decode": st.seconds_decode, "log": st.seconds_log, "fold": st.seconds_fold, "index": st.seconds_index}
+    parts = {"decode": st.seconds_decode, "log": st.seconds_log}  # a request waits for no fold nor index
     other = max(total - sum(parts.values()), 0.0)
     listed = ", ".join(f"{k} {v / total:.0%}" for k, v in (*parts.items(), ("other", other)))
     return f"{total / n * 1e6:.1f} us per span ({listed})"

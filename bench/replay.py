@@ -33,7 +33,7 @@ from typing import Any
 
 from callctx.projection import Projection, read_log
 from callctx.projection import schema as s
-from callctx.projection.events import Blob, LogHeader, Record, SpanEnded, SpanStarted, encode
+from callctx.projection.events import KIND_INTERNAL, Blob, LogHeader, Record, SpanEnded, SpanStarted, encode
 
 TARGET = 500_000
 STAGES = 40  # stages per run: a run is ~2,000 events
@@ -112,7 +112,7 @@ class Run:
     def start(self, span_id: str, parent: str | None, name: str, attrs: dict[str, Any]) -> None:
         resource, scope = (RESOURCE, "callctx") if self.first else ({}, None)
         self.first = False
-        self.w.put(SpanStarted(self.trace, span_id, parent, name, self.w.tick(), attrs, 0, resource, scope))
+        self.w.put(SpanStarted(self.trace, span_id, parent, name, self.w.tick(), attrs, KIND_INTERNAL, resource, scope))
 
     def end(self, span_id: str, attrs: dict[str, Any], error: str | None = None) -> None:
         status = "error" if error else "unset"

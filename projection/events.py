@@ -1,17 +1,45 @@
-"""The events the fold consumes: one per span start, one per span end.
+"""The events the fold consumes: one per span start, one per span end; and the two OTLP
+vocabularies they carry, a span's status and its kind.
 
 Every feed (the in-process span processor, the event log, OTLP) speaks these two records, so
 the fold never knows where a span came from. They are msgspec Structs in a tagged union: the
-log stores them as one JSON object per line, tagged by ``"e"``.
+log stores them as one JSON object per line, tagged by ``"e"``, fields at their default left
+out.
+
+Span kind: the six values of OTLP's ``SpanKind`` enum, defaulting to :data:`KIND_INTERNAL`
+(what the SDK writes when a span names none) in every struct and codec. Codecs read an
+unspecified (0) or unknown kind as internal. Logs written before the kind had this default
+left out ``kind: 0``, which only the in-process processor wrote, for its internal spans
+(every other writer wrote the kind it read, 1 to 5, explicitly, and every reader took 0 for
+internal): the same records read as internal today, so old logs read as they meant. A kind
+outside the six values (only a sender breaking OTLP could have had one recorded) no longer
+validates: the log reader skips that record as unreadable, with a warning.
+
+Pure data and pure functions: any thread may use them. Errors: :func:`decode` raises
+``msgspec.DecodeError`` / ``ValidationError`` on bad input.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal
 
 import msgspec
 
-Status = Literal["unset", "ok", "error"]
+SpanStatus = Literal["unset", "ok", "error"]
+"""OTLP's span status code, by name (a reader's run status, running or interrupted, is not this)."""
+
+SpanKind = Literal[0, 1, 2, 3, 4, 5]
+"""OTLP's span kind: unspecified, internal, server, client, producer, consumer."""
+KIND_UNSPECIFIED: Final = 0
+KIND_INTERNAL: Final = 1
+KIND_SERVER: Final = 2
+KIND_CLIENT: Final = 3
+KIND_PRODUCER: Final = 4
+KIND_CONSUMER: Final = 5
+DEFAULT_KIND: Final = KIND_INTERNAL
+KINDS: Final[dict[int, SpanKind]] = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5}
+"""Every kind a codec keeps as read; any other number (0, unknown) it reads as :data:`DEFAULT_KIND`."""
 
 
 class SpanEvent(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -33,10 +61,10 @@ class SpanLink(msgspec.Struct, frozen=True, omit_defaults=True):
 class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True, frozen=True):
     """A span began. Carries identity and the attributes set at creation (the input).
 
-    ``kind`` is the OTLP span kind (0 unspecified, 1 internal, 2 server, 3 client, 4 producer,
-    5 consumer); ``resource`` the attributes of the process that made it (``service.name``...),
-    written on the first span of a trace from each process, or on every span that arrived from
-    elsewhere (empty: the same as its parent's)."""
+    ``kind`` is the OTLP span kind (:data:`SpanKind`, internal unless said); ``resource`` the
+    attributes of the process that made it (``service.name``...), written on the first span of
+    a trace from each process, or on every span that arrived from elsewhere (empty: the same as
+    its parent's)."""
 
     trace_id: str
     span_id: str
@@ -44,7 +72,7 @@ class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True
     name: str = ""
     start_ns: int = 0
     attributes: dict[str, Any] = {}
-    kind: int = 0
+    kind: SpanKind = DEFAULT_KIND
     resource: dict[str, Any] = {}
     scope: str | None = None
 
@@ -61,11 +89,25 @@ class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, fr
     trace_id: str
     span_id: str
     end_ns: int = 0
-    status: Status = "unset"
+    status: SpanStatus = "unset"
     error: str | None = None
     attributes: dict[str, Any] = {}
     events: list[SpanEvent] = []
     links: list[SpanLink] = []
+
+
+def error_text(description: str | None, events: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:
+    """The one-line reason a failed span's :class:`SpanEnded` carries: its status description,
+    else its last recorded exception (``type: message``). ``events`` are (name, attributes) pairs."""
+    if description:
+        return description
+    for name, attributes in reversed(list(events)):
+        if name == "exception":
+            a = attributes or {}
+            kind = a.get("exception.type", "")
+            msg = a.get("exception.message", "")
+            return f"{kind}: {msg}" if kind and msg else str(kind or msg or "exception")
+    return None
 
 
 class LogHeader(msgspec.Struct, tag="log", tag_field="e", omit_defaults=True, frozen=True):
@@ -117,6 +159,3 @@ def decode(line: bytes | str) -> Record:
 def decode_lines(buf: bytes | bytearray | memoryview) -> list[Record]:
     """Decode a buffer of complete newline-terminated records in one call (the replay fast path)."""
     return _decoder.decode_lines(buf)
-
-
-

@@ -1,6 +1,13 @@
-"""Jaeger's JSON trace format (``/api/traces/{id}`` responses, and files the Jaeger UI loads)
-to :class:`SpanData` and back. Jaeger times are microseconds; OTel status, span kind and
-events map to Jaeger's tags and logs the way Jaeger's own OTLP translator maps them."""
+"""Jaeger's JSON trace format (``/api/traces/{id}`` responses, and files the Jaeger UI loads):
+decoded to records (a :class:`~callctx.projection.batch.Batch`), encoded from complete spans
+(:class:`SpanData`). Jaeger times are microseconds; OTel status, span kind and events map to
+Jaeger's tags and logs the way Jaeger's own OTLP translator maps them.
+
+Decoding applies the checks of :mod:`.batch` (ids exact hex once the leading zeros Jaeger may
+drop are restored, not all zeros; times non-negative). Pure functions: any thread may call
+them. Errors: a document that is not Jaeger JSON raises ``ValueError``; a span that cannot be
+read is rejected and counted, the rest kept.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,12 @@ from typing import Any
 
 import msgspec
 
-from .events import SpanEvent, SpanLink
-from .spans import InvalidSpan, SpanData, checked
+from .batch import Batch, InvalidSpan, Received, hex_bytes, link_ids, received, span_ids, text_bytes, time_ns
+from .events import DEFAULT_KIND, SpanEvent, SpanKind, SpanLink, SpanStatus
+from .spans import SpanData
 
-_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
-_KIND_CODES = {v: k for k, v in _KINDS.items()}
+_KINDS: dict[SpanKind, str] = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+_KIND_CODES: dict[str, SpanKind] = {v: k for k, v in _KINDS.items()}
 _RESERVED = {"span.kind", "otel.status_code", "otel.status_description", "error", "otel.scope.name"}
 
 
@@ -44,7 +52,7 @@ def encode(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any
             pid = f"p{len(trace['processes']) + 1}"
             trace["processes"][pid] = process
         tags = [_tag(k, v) for k, v in sp.attributes.items()]
-        tags.append(_tag("span.kind", _KINDS.get(sp.kind, "internal")))
+        tags.append(_tag("span.kind", _KINDS.get(sp.kind, _KINDS[DEFAULT_KIND])))
         if sp.scope:
             tags.append(_tag("otel.scope.name", sp.scope))
         if sp.status != "unset":
@@ -85,7 +93,7 @@ def _fields(items: Any) -> dict[str, Any]:
 
 
 def _value(tag: dict[str, Any]) -> Any:
-    v = tag.get("value")
+    v: Any = tag.get("value")
     t = tag.get("type", "string")
     if t == "int64":
         return int(v)
@@ -96,9 +104,9 @@ def _value(tag: dict[str, Any]) -> Any:
     return v if isinstance(v, str) else ("" if v is None else str(v))
 
 
-def decode(obj: Any) -> tuple[list[SpanData], int, list[str]]:
-    """(spans, rejected count, reasons) from a Jaeger JSON document (``{"data": [...]}``, or a
-    single trace, or a list of traces)."""
+def decode(obj: Any) -> Batch:
+    """The spans of a Jaeger JSON document (``{"data": [...]}``, or a single trace, or a list of
+    traces), as records."""
     if isinstance(obj, dict) and "data" in obj:
         traces = obj["data"] or []
     elif isinstance(obj, dict) and "spans" in obj:
@@ -107,8 +115,7 @@ def decode(obj: Any) -> tuple[list[SpanData], int, list[str]]:
         traces = obj
     else:
         raise ValueError("not Jaeger JSON: expected {'data': [traces]}")
-    spans: list[SpanData] = []
-    rejected = 0
+    spans: list[Received] = []
     errors: list[str] = []
     for trace in traces:
         if not isinstance(trace, dict):
@@ -118,51 +125,56 @@ def decode(obj: Any) -> tuple[list[SpanData], int, list[str]]:
             try:
                 if not isinstance(js, dict):
                     raise InvalidSpan("span is not an object")
-                tags = _fields(js.get("tags"))
-                parent = None
-                links = []
-                for ref in js.get("references") or ():
-                    if not isinstance(ref, dict):
-                        continue
-                    if ref.get("refType", "CHILD_OF") == "CHILD_OF" and parent is None:
-                        parent = ref.get("spanID")
-                    elif ref.get("refType") == "FOLLOWS_FROM" and ref.get("traceID") and ref.get("spanID"):
-                        links.append(SpanLink(_pad(str(ref["traceID"]), 32), _pad(str(ref["spanID"]), 16)))
-                if parent is None and js.get("parentSpanID"):
-                    parent = js["parentSpanID"]
-                status = str(tags.get("otel.status_code", "")).lower()
-                if tags.get("error") is True:
-                    status = "error"
-                start_us = int(js.get("startTime") or 0)
-                process = processes.get(js.get("processID"), {}) if isinstance(processes, dict) else {}
-                events = []
-                for entry in js.get("logs") or ():
-                    fields = {
-                        f["key"]: _value(f) for f in entry.get("fields") or () if isinstance(f, dict) and "key" in f
-                    }
-                    name = str(fields.pop("event", "log"))
-                    events.append(SpanEvent(name, int(entry.get("timestamp") or 0) * 1000, fields))
-                span = SpanData(
-                    trace_id=_pad(str(js.get("traceID", trace.get("traceID", ""))), 32),
-                    span_id=_pad(str(js.get("spanID", "")), 16),
-                    parent_id=_pad(str(parent), 16) if parent else None,
-                    name=str(js.get("operationName", "")),
-                    start_ns=start_us * 1000,
-                    end_ns=(start_us + int(js.get("duration") or 0)) * 1000,
-                    attributes={k: v for k, v in tags.items() if k not in _RESERVED},
-                    status=status if status in ("ok", "error") else "unset",
-                    error=tags.get("otel.status_description") if status == "error" else None,
-                    kind=_KIND_CODES.get(str(tags.get("span.kind", "internal")), 1),
-                    events=events,
-                    resource=_resource(process),
-                    scope=tags.get("otel.scope.name") if isinstance(tags.get("otel.scope.name"), str) else None,
-                    links=links,
-                )
-                spans.append(checked(span))
-            except (InvalidSpan, ValueError, TypeError) as e:
-                rejected += 1
-                errors.append(f"span {js.get('spanID', '?') if isinstance(js, dict) else '?'}: {e}")
-    return spans, rejected, errors
+                spans.append(_span(js, trace, processes))
+            except (InvalidSpan, ValueError, TypeError, AttributeError) as e:
+                errors.append(f"span {str(js.get('spanID', '?'))[:32] if isinstance(js, dict) else '?'}: {e}")
+    return Batch(spans, len(errors), errors)
+
+
+def _span(js: dict[str, Any], trace: dict[str, Any], processes: Any) -> Received:
+    start_us = int(js.get("startTime") or 0)
+    start_ns = time_ns(start_us * 1000, "start time")
+    end_ns = time_ns((start_us + int(js.get("duration") or 0)) * 1000, "end time")
+    tags = _fields(js.get("tags"))
+    parent = None
+    links = []
+    for ref in js.get("references") or ():
+        if not isinstance(ref, dict):
+            continue
+        if ref.get("refType", "CHILD_OF") == "CHILD_OF" and parent is None:
+            parent = ref.get("spanID")
+        elif ref.get("refType") == "FOLLOWS_FROM":
+            ids = link_ids(_id_bytes(ref.get("traceID"), 32), _id_bytes(ref.get("spanID"), 16))
+            if ids is not None:  # a broken link is dropped, the span kept
+                links.append(SpanLink(*ids))
+    if parent is None and js.get("parentSpanID"):
+        parent = js["parentSpanID"]
+    trace_id, span_id, parent_id = span_ids(
+        text_bytes(_pad(str(js.get("traceID", trace.get("traceID", ""))), 32), "trace"),
+        text_bytes(_pad(str(js.get("spanID", "")), 16), "span"),
+        _id_bytes(parent, 16),
+    )
+    events = []
+    for entry in js.get("logs") or ():
+        fields = _fields(entry.get("fields"))
+        name = str(fields.pop("event", "log"))
+        events.append(SpanEvent(name, time_ns(int(entry.get("timestamp") or 0) * 1000, "log time"), fields))
+    code = str(tags.get("otel.status_code", "")).lower()
+    status: SpanStatus = "error" if tags.get("error") is True or code == "error" else "ok" if code == "ok" else "unset"
+    scope = tags.get("otel.scope.name")
+    process = processes.get(js.get("processID"), {}) if isinstance(processes, dict) else {}
+    attributes = {k: v for k, v in tags.items() if k not in _RESERVED}
+    error = _description(tags) if status == "error" else None
+    kind = _KIND_CODES.get(str(tags.get("span.kind", "")), DEFAULT_KIND)
+    return received(
+        trace_id, span_id, parent_id, str(js.get("operationName", "")), start_ns, end_ns, attributes, status, error,
+        kind, events, _resource(process), scope if isinstance(scope, str) else None, links,
+    )  # fmt: skip
+
+
+def _description(tags: dict[str, Any]) -> str | None:
+    text = tags.get("otel.status_description")
+    return str(text) if text not in (None, "") else None
 
 
 def _resource(process: Any) -> dict[str, Any]:
@@ -173,6 +185,11 @@ def _resource(process: Any) -> dict[str, Any]:
     if isinstance(process.get("serviceName"), str):
         resource["service.name"] = process["serviceName"]
     return resource
+
+
+def _id_bytes(value: Any, size: int) -> bytes:
+    """The bytes of an optional id (a parent, a link's): empty when missing or not hex."""
+    return (hex_bytes(_pad(str(value), size)) or b"") if value else b""
 
 
 def _pad(hex_id: str, size: int) -> str:

@@ -1,53 +1,121 @@
-"""OTLP traces: protobuf and JSON requests to :class:`SpanData` and back.
+"""OTLP traces: protobuf and OTLP/JSON requests decoded straight to records, and complete
+spans encoded to both.
 
-Decoding never trusts its input: a span with bad ids is rejected and counted (OTLP partial
-success), the rest of the request is kept. OTLP/JSON follows the spec (hex ids, integer
-enums, int64 as strings or numbers) and also reads base64 ids, as protobuf's own JSON
-mapping writes them; the Collector's file exporter (one request per line) reads too.
-(``callctx serve`` reads protobuf requests straight into the fold's records instead, through
-:mod:`callctx.projection.otlp_events`, which gives what ``to_records`` makes of these spans.)
+Decoding gives a :class:`~callctx.projection.batch.Batch` (per span kept, its records for the
+log and the fold), never a :class:`SpanData` first: :func:`decode_protobuf` (a body) and
+:func:`decode_request` (a request gRPC has parsed) for protobuf, :func:`decode_json` for
+OTLP/JSON. Both encodings follow one rule, so the same request gives the same batch record for
+record, the same spans kept and the same rejected for the same reasons (in the order: trace
+id, span id, times, attributes, events, links; the checks of :mod:`.batch`). Attribute values
+nested more than ``MAX_DEPTH`` arrays or maps deep reject their span, or empty a resource;
+empty attribute keys are skipped, the last of a repeated key wins; bytes values read as
+base64 text; an unspecified or unknown span kind reads as internal, an unknown status code as
+unset. A link whose ids fail the id check is dropped, its span kept.
+
+OTLP/JSON follows the spec (hex ids, integer enums, 64-bit integers as strings or numbers) and
+also reads what protobuf's own JSON mapping writes (base64 ids, enum names), and JSON lines
+(one request per line, as the Collector's file exporter writes).
+
+:func:`encode_json` and :func:`encode_protobuf` write complete spans (:class:`SpanData`, as
+:func:`~callctx.projection.spans.from_log` reads them) as one request, one resource per
+service.
+
+Pure functions of their input, no shared state: any thread may call them. Errors: a body that
+is not a trace request at all (not protobuf of that message; not JSON, not valid UTF-8, not
+of that shape above the spans) raises :class:`~callctx.projection.errors.BadInput` (a
+``ValueError``); a span that cannot be folded is rejected and counted, never raised.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from .events import SpanEvent, SpanLink
-from .spans import InvalidSpan, SpanData, checked
+from .batch import Batch, InvalidSpan, Received, hex_bytes, link_ids, received, span_ids, span_label, time_ns
+from .errors import BadInput
+from .events import DEFAULT_KIND, KINDS, SpanEvent, SpanKind, SpanLink, SpanStatus
+from .spans import SpanData
 
-_STATUS = {0: "unset", 1: "ok", 2: "error"}
-_STATUS_CODE = {"unset": 0, "ok": 1, "error": 2}
 MAX_DEPTH = 16  # nested arrays / maps in attribute values
-
-
-class Decoded(msgspec.Struct):
-    spans: list[SpanData]
-    rejected: int = 0
-    errors: list[str] = msgspec.field(default_factory=list)
-
-    @property
-    def message(self) -> str:
-        return rejection_message(self.rejected, self.errors)
-
-
-def rejection_message(rejected: int, errors: list[str]) -> str:
-    """The OTLP partial-success message: how many spans were rejected, and the first reasons."""
-    if not rejected:
-        return ""
-    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-    return f"{rejected} spans rejected: " + "; ".join(errors[:3]) + more
+_STATUS: dict[int, SpanStatus] = {0: "unset", 1: "ok", 2: "error"}
+_STATUS_CODE = {"unset": 0, "ok": 1, "error": 2}
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_KIND_NAMES: dict[str, SpanKind] = {
+    "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
+}  # fmt: skip
+_I64 = 1 << 63
 
 
 # ---- protobuf ---------------------------------------------------------------------------------
-def _any(v: AnyValue, depth: int = 0) -> Any:
+def decode_protobuf(body: bytes) -> Batch:
+    """The spans of a protobuf ``ExportTraceServiceRequest`` body, as records."""
+    req = ExportTraceServiceRequest()
+    try:
+        req.ParseFromString(body)
+    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RecursionError-like errors
+        raise BadInput(f"not an OTLP protobuf trace request: {e}") from None
+    return decode_request(req)
+
+
+def decode_request(req: ExportTraceServiceRequest) -> Batch:
+    """The spans of a parsed request, as records (the receiver's hot path: one pass, no
+    intermediate span)."""
+    out: list[Received] = []
+    errors: list[str] = []
+    append = out.append
+    status_of, kind_of, ids_of, attrs_of = _STATUS.get, KINDS.get, span_ids, _attrs  # locals: read once
+    for rs in req.resource_spans:
+        try:
+            resource = _attrs(rs.resource.attributes)
+        except (InvalidSpan, RecursionError):
+            resource = {}
+        for ss in rs.scope_spans:
+            scope = ss.scope.name or None
+            for sp in ss.spans:
+                try:
+                    trace_id, span_id, parent_id = ids_of(sp.trace_id, sp.span_id, sp.parent_span_id)
+                    kvs = sp.attributes
+                    attributes = attrs_of(kvs) if kvs else {}
+                    evs = sp.events
+                    events = [SpanEvent(e.name, e.time_unix_nano, attrs_of(e.attributes)) for e in evs] if evs else []
+                    lks = sp.links
+                    links = _links(lks) if lks else []
+                except (InvalidSpan, RecursionError) as e:
+                    errors.append(f"span {span_label(sp.span_id)}: {e}")
+                    continue
+                st = sp.status
+                append(
+                    received(
+                        trace_id, span_id, parent_id, sp.name, sp.start_time_unix_nano,
+                        sp.end_time_unix_nano, attributes, status_of(st.code, "unset"), st.message or None,
+                        kind_of(sp.kind, DEFAULT_KIND), events, resource, scope, links,
+                    )
+                )  # fmt: skip
+    return Batch(out, len(errors), errors)
+
+
+def _attrs(kvs: Any, depth: int = 0) -> dict[str, Any]:
+    """``{key: value}`` of OTLP ``KeyValue``s (empty keys skipped, the last of a key wins)."""
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        key = kv.key
+        if key:
+            v = kv.value
+            text = v.string_value
+            out[key] = text if text else _any(v, depth)  # a non-empty string is the oneof's value
+    return out
+
+
+def _any(v: AnyValue, depth: int) -> Any:
     which = v.WhichOneof("value")
     if which == "string_value":
         return v.string_value
@@ -59,230 +127,234 @@ def _any(v: AnyValue, depth: int = 0) -> Any:
         return v.double_value
     if which == "bytes_value":
         return base64.b64encode(v.bytes_value).decode()
+    if which is None:
+        return None
     if depth >= MAX_DEPTH:
         raise InvalidSpan("attribute value nested too deeply")
     if which == "array_value":
         return [_any(x, depth + 1) for x in v.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: _any(kv.value, depth + 1) for kv in v.kvlist_value.values}
-    return None
+    return _attrs(v.kvlist_value.values, depth + 1)
 
 
-def _attrs(kvs: Iterable[KeyValue]) -> dict[str, Any]:
-    return {kv.key: _any(kv.value) for kv in kvs if kv.key}
-
-
-def decode_request(req: ExportTraceServiceRequest) -> Decoded:
-    out = Decoded([])
-    for rs in req.resource_spans:
-        try:
-            resource = _attrs(rs.resource.attributes)
-        except InvalidSpan:
-            resource = {}
-        for ss in rs.scope_spans:
-            scope = ss.scope.name or None
-            for sp in ss.spans:
-                try:
-                    span = SpanData(
-                        trace_id=sp.trace_id.hex(),
-                        span_id=sp.span_id.hex(),
-                        parent_id=sp.parent_span_id.hex() or None,
-                        name=sp.name,
-                        start_ns=sp.start_time_unix_nano,
-                        end_ns=sp.end_time_unix_nano,
-                        attributes=_attrs(sp.attributes),
-                        status=_STATUS.get(sp.status.code, "unset"),
-                        error=sp.status.message or None,
-                        kind=sp.kind or 1,
-                        events=[SpanEvent(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in sp.events],
-                        resource=resource,
-                        scope=scope,
-                        links=[
-                            SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _attrs(lk.attributes))
-                            for lk in sp.links
-                            if len(lk.trace_id) == 16 and len(lk.span_id) == 8
-                        ],
-                    )
-                    out.spans.append(checked(span))
-                except (InvalidSpan, RecursionError) as e:
-                    out.rejected += 1
-                    out.errors.append(f"span {sp.span_id.hex() or '?'}: {e}")
+def _links(lks: Any) -> list[SpanLink]:
+    out = []
+    for lk in lks:
+        ids = link_ids(lk.trace_id, lk.span_id)
+        if ids is not None:
+            out.append(SpanLink(ids[0], ids[1], _attrs(lk.attributes)))
     return out
-
-
-def decode_protobuf(body: bytes) -> Decoded:
-    """Raises ``ValueError`` when the body is not an OTLP trace request at all."""
-    return decode_request(parse_request(body))
-
-
-def parse_request(body: bytes) -> ExportTraceServiceRequest:
-    """The request a protobuf body holds; ``ValueError`` when it is not an OTLP trace request."""
-    req = ExportTraceServiceRequest()
-    try:
-        req.ParseFromString(body)
-    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RecursionError-like errors
-        raise ValueError(f"not an OTLP protobuf trace request: {e}") from None
-    return req
 
 
 # ---- JSON -------------------------------------------------------------------------------------
 _json = msgspec.json.Decoder()
+_DIGITS = re.compile(r"[0-9]+")
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
-def _json_id(value: Any, size: int) -> str:
-    if not value:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidSpan("ids must be strings")
-    if len(value) == size * 2:
-        return value
+def decode_json(body: bytes) -> Batch:
+    """The spans of an OTLP/JSON request body, or of several (JSON lines), as records."""
+    out: list[Received] = []
+    errors: list[str] = []
+    for obj in _json_documents(body):
+        if not isinstance(obj, dict):
+            raise BadInput("not OTLP/JSON: expected an object with resourceSpans")
+        for rs in _list(obj.get("resourceSpans"), "resourceSpans", True):
+            _json_resource_spans(rs, out, errors)
+    return Batch(out, len(errors), errors)
+
+
+def _json_documents(body: bytes) -> list[Any]:
     try:
-        raw = base64.b64decode(value, validate=True)
+        return [_json.decode(body)]
+    except (msgspec.DecodeError, RecursionError) as first:
+        lines = [line for line in body.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise BadInput(f"not OTLP/JSON: {first}") from None
+        try:
+            return [_json.decode(line) for line in lines]
+        except (msgspec.DecodeError, RecursionError) as e:
+            raise BadInput(f"not OTLP/JSON (nor JSON lines): {e}") from None
+
+
+def _list(value: Any, what: str, above_spans: bool = False) -> list[Any]:
+    """A JSON list, missing is empty. Anything else rejects the span (raises
+    :class:`InvalidSpan`), or above the spans (resourceSpans, scopeSpans, spans) the body."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        if above_spans:
+            raise BadInput(f"not OTLP/JSON: {what} must be a list")
+        raise InvalidSpan(f"{what} must be a list")
+    return value
+
+
+def _json_resource_spans(rs: Any, out: list[Received], errors: list[str]) -> None:
+    if not isinstance(rs, dict):
+        raise BadInput("not OTLP/JSON: a resourceSpans entry must be an object")
+    res = rs.get("resource")
+    try:
+        resource = _json_attrs(res.get("attributes") if isinstance(res, dict) else None)
+    except (InvalidSpan, RecursionError):
+        resource = {}
+    scopes = rs.get("scopeSpans")
+    if scopes is None:
+        scopes = rs.get("instrumentationLibrarySpans")  # what OTLP before 0.15 called them
+    for ss in _list(scopes, "scopeSpans", True):
+        if not isinstance(ss, dict):
+            raise BadInput("not OTLP/JSON: a scopeSpans entry must be an object")
+        sc = ss.get("scope")
+        name = sc.get("name") if isinstance(sc, dict) else None
+        scope = name if isinstance(name, str) and name else None
+        for sp in _list(ss.get("spans"), "spans", True):
+            try:
+                out.append(_json_span(sp, resource, scope))
+            except (InvalidSpan, RecursionError) as e:
+                errors.append(f"span {_json_label(sp)}: {e}")
+
+
+def _json_span(sp: Any, resource: dict[str, Any], scope: str | None) -> Received:
+    if not isinstance(sp, dict):
+        raise InvalidSpan("span is not an object")
+    try:
+        parent = _json_id(sp.get("parentSpanId"), "parent span")
+    except InvalidSpan:
+        parent = b""  # not hex nor base64: a broken parent link, the span kept as a root
+    trace_id, span_id, parent_id = span_ids(_json_id(sp.get("traceId"), "trace"), _json_id(sp.get("spanId"), "span"),
+                                            parent)  # fmt: skip
+    start_ns = _json_time(sp.get("startTimeUnixNano"), "start time")
+    end_ns = _json_time(sp.get("endTimeUnixNano"), "end time")
+    attributes = _json_attrs(sp.get("attributes"))
+    events = []
+    for ev in _list(sp.get("events"), "events"):
+        if not isinstance(ev, dict):
+            raise InvalidSpan("an event is not an object")
+        events.append(SpanEvent(_json_text(ev.get("name")), _json_time(ev.get("timeUnixNano"), "event time"),
+                                _json_attrs(ev.get("attributes"))))  # fmt: skip
+    links = []
+    for lk in _list(sp.get("links"), "links"):
+        ids = _json_link_ids(lk)
+        if ids is not None:
+            links.append(SpanLink(ids[0], ids[1], _json_attrs(lk.get("attributes"))))
+    status, error = _json_status(sp.get("status"))
+    kind = sp.get("kind")
+    if type(kind) is int:
+        kind = KINDS.get(kind, DEFAULT_KIND)
+    else:
+        kind = _KIND_NAMES.get(kind, DEFAULT_KIND) if isinstance(kind, str) else DEFAULT_KIND
+    return received(trace_id, span_id, parent_id, _json_text(sp.get("name")), start_ns, end_ns, attributes, status,
+                    error, kind, events, resource, scope, links)  # fmt: skip
+
+
+def _json_id(value: Any, what: str) -> bytes:
+    """The bytes of an id: hex (the spec's), else base64 (protobuf's JSON mapping); missing is
+    empty (and fails :func:`~callctx.projection.batch.span_ids` as protobuf's empty id does)."""
+    if value is None or value == "":
+        return b""
+    if not isinstance(value, str):
+        raise InvalidSpan(f"{what} id must be a string")
+    raw = hex_bytes(value)
+    if raw is not None:
+        return raw
+    try:
+        return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidSpan(f"id {value[:40]!r} is neither hex nor base64") from None
-    if len(raw) != size:
-        raise InvalidSpan("id has the wrong length")
-    return raw.hex()
+        raise InvalidSpan(f"{what} id {value[:40]!r} is neither hex nor base64") from None
 
 
-def _json_int(value: Any, what: str) -> int:
-    if isinstance(value, bool):
-        raise InvalidSpan(f"{what} must be an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+def _json_link_ids(lk: Any) -> tuple[str, str] | None:
+    if not isinstance(lk, dict):
+        return None
+    try:
+        return link_ids(_json_id(lk.get("traceId"), "trace"), _json_id(lk.get("spanId"), "span"))
+    except InvalidSpan:
+        return None
+
+
+def _json_label(sp: Any) -> str:
+    sid = sp.get("spanId") if isinstance(sp, dict) else None
+    if not isinstance(sid, str):
+        return "?"
+    try:
+        return span_label(_json_id(sid, "span"))
+    except InvalidSpan:
+        return sid[:32]
+
+
+def _json_time(value: Any, what: str) -> int:
     if value is None:
         return 0
-    raise InvalidSpan(f"{what} must be an integer")
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        value = int(value)
+    return time_ns(value, what)
 
 
-def _json_any(v: Any, depth: int = 0) -> Any:
-    if not isinstance(v, dict) or not v:
-        return None
-    if depth >= MAX_DEPTH:
-        raise InvalidSpan("attribute value nested too deeply")
-    if "stringValue" in v:
-        return str(v["stringValue"])
-    if "boolValue" in v:
-        return bool(v["boolValue"])
-    if "intValue" in v:
-        return _json_int(v["intValue"], "intValue")
-    if "doubleValue" in v:
-        d = v["doubleValue"]
-        return float(d) if isinstance(d, (int, float, str)) else None
-    if "bytesValue" in v:
-        return str(v["bytesValue"])
-    if "arrayValue" in v:
-        return [_json_any(x, depth + 1) for x in (v["arrayValue"] or {}).get("values") or ()]
-    if "kvlistValue" in v:
-        return _json_attrs((v["kvlistValue"] or {}).get("values") or (), depth + 1)
-    return None
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else str(value)
+
+
+def _json_status(value: Any) -> tuple[SpanStatus, str | None]:
+    if not isinstance(value, dict):
+        return "unset", None
+    code = value.get("code", 0)
+    if isinstance(code, str):
+        code = _STATUS_NAMES.get(code, 0)
+    message = value.get("message")
+    status = _STATUS.get(code, "unset") if type(code) is int else "unset"
+    return status, message if isinstance(message, str) and message else None
 
 
 def _json_attrs(kvs: Any, depth: int = 0) -> dict[str, Any]:
-    if not isinstance(kvs, list):
-        raise InvalidSpan("attributes must be a list")
     out: dict[str, Any] = {}
-    for kv in kvs:
-        if isinstance(kv, dict) and isinstance(kv.get("key"), str) and kv["key"]:
-            out[kv["key"]] = _json_any(kv.get("value"), depth)
+    for kv in _list(kvs, "attributes"):
+        if isinstance(kv, dict):
+            key = kv.get("key")
+            if key and isinstance(key, str):
+                out[key] = _json_any(kv.get("value"), depth)
     return out
 
 
-def _json_links(value: Any) -> list[SpanLink]:
-    out = []
-    for lk in value or ():
-        if isinstance(lk, dict):
-            try:
-                out.append(
-                    SpanLink(
-                        _json_id(lk.get("traceId"), 16),
-                        _json_id(lk.get("spanId"), 8),
-                        _json_attrs(lk.get("attributes") or []),
-                    )
-                )
-            except InvalidSpan:
-                continue
-    return [lk for lk in out if lk.trace_id and lk.span_id]
+def _json_any(v: Any, depth: int) -> Any:
+    if not isinstance(v, dict) or not v:
+        return None
+    if "stringValue" in v:
+        return _json_text(v["stringValue"])
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        return _json_int64(v["intValue"])
+    if "doubleValue" in v:
+        return _json_double(v["doubleValue"])
+    if "bytesValue" in v:
+        return _json_text(v["bytesValue"])
+    array = "arrayValue" in v
+    if not array and "kvlistValue" not in v:
+        return None
+    if depth >= MAX_DEPTH:
+        raise InvalidSpan("attribute value nested too deeply")
+    inner = v["arrayValue" if array else "kvlistValue"]
+    values = inner.get("values") if isinstance(inner, dict) else None
+    if array:
+        return [_json_any(x, depth + 1) for x in _list(values, "values")]
+    return _json_attrs(values, depth + 1)
 
 
-def decode_json(body: bytes | str) -> Decoded:
-    """An OTLP/JSON request, or several (JSON lines, as the Collector's file exporter writes).
-    Raises ``ValueError`` when the body is not JSON of that shape."""
-    text = body if isinstance(body, str) else body.decode("utf-8", errors="strict")
-    out = Decoded([])
+def _json_int64(value: Any) -> int:
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        value = int(value)
+    if type(value) is not int or not -_I64 <= value < _I64:
+        raise InvalidSpan("intValue must be a 64-bit integer")
+    return value
+
+
+def _json_double(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
-        objs = [_json.decode(text)]
-    except (msgspec.DecodeError, RecursionError) as first:
-        lines = [line for line in text.splitlines() if line.strip()]
-        if len(lines) < 2:
-            raise ValueError(f"not OTLP/JSON: {first}") from None
-        try:
-            objs = [_json.decode(line) for line in lines]
-        except (msgspec.DecodeError, RecursionError) as e:
-            raise ValueError(f"not OTLP/JSON (nor JSON lines): {e}") from None
-    for obj in objs:
-        if not isinstance(obj, dict) or not isinstance(obj.get("resourceSpans", []), list):
-            raise ValueError("not OTLP/JSON: expected an object with resourceSpans")
-        _decode_json_request(obj, out)
-    return out
-
-
-def _decode_json_request(obj: dict[str, Any], out: Decoded) -> None:
-    for rs in obj.get("resourceSpans") or ():
-        if not isinstance(rs, dict):
-            out.rejected += 1
-            out.errors.append("resourceSpans entry is not an object")
-            continue
-        try:
-            resource = _json_attrs(((rs.get("resource") or {}).get("attributes")) or [])
-        except InvalidSpan:
-            resource = {}
-        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
-            if not isinstance(ss, dict):
-                continue
-            scope = (ss.get("scope") or {}).get("name") if isinstance(ss.get("scope"), dict) else None
-            for sp in ss.get("spans") or ():
-                try:
-                    if not isinstance(sp, dict):
-                        raise InvalidSpan("span is not an object")
-                    status = sp.get("status") or {}
-                    code = status.get("code", 0) if isinstance(status, dict) else 0
-                    if isinstance(code, str):
-                        code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
-                    events = []
-                    for ev in sp.get("events") or ():
-                        if isinstance(ev, dict):
-                            events.append(
-                                SpanEvent(
-                                    str(ev.get("name", "")),
-                                    _json_int(ev.get("timeUnixNano"), "event time"),
-                                    _json_attrs(ev.get("attributes") or []),
-                                )
-                            )
-                    kind = sp.get("kind", 1)
-                    span = SpanData(
-                        trace_id=_json_id(sp.get("traceId"), 16),
-                        span_id=_json_id(sp.get("spanId"), 8),
-                        parent_id=_json_id(sp.get("parentSpanId"), 8) or None,
-                        name=str(sp.get("name", "")),
-                        start_ns=_json_int(sp.get("startTimeUnixNano"), "startTimeUnixNano"),
-                        end_ns=_json_int(sp.get("endTimeUnixNano"), "endTimeUnixNano"),
-                        attributes=_json_attrs(sp.get("attributes") or []),
-                        status=_STATUS.get(code if isinstance(code, int) else 0, "unset"),
-                        error=(status.get("message") or None) if isinstance(status, dict) else None,
-                        kind=kind if isinstance(kind, int) else 1,
-                        events=events,
-                        resource=resource,
-                        scope=scope if isinstance(scope, str) else None,
-                        links=_json_links(sp.get("links")),
-                    )
-                    out.spans.append(checked(span))
-                except (InvalidSpan, RecursionError) as e:
-                    out.rejected += 1
-                    sid = sp.get("spanId", "?") if isinstance(sp, dict) else "?"
-                    out.errors.append(f"span {str(sid)[:32]}: {e}")
+        return float(value)  # protobuf's JSON mapping writes "NaN", "Infinity", "-Infinity"
+    except ValueError:
+        raise InvalidSpan("doubleValue must be a number") from None
 
 
 # ---- encoding ---------------------------------------------------------------------------------
@@ -293,6 +365,8 @@ def _to_any(value: Any) -> dict[str, Any]:
         return {"intValue": str(value)}
     if isinstance(value, float):
         return {"doubleValue": value}
+    if isinstance(value, bytes):
+        return {"bytesValue": base64.b64encode(value).decode()}
     if isinstance(value, (list, tuple)):
         return {"arrayValue": {"values": [_to_any(v) for v in value]}}
     if isinstance(value, dict):
@@ -356,21 +430,27 @@ def encode_json(spans: Iterable[SpanData], service: str = "callctx") -> dict[str
     return {"resourceSpans": out}
 
 
-def _pb_any(value: Any, out: AnyValue) -> None:
+def encode_value(value: Any, out: AnyValue) -> None:
+    """Set ``out`` to an attribute value (None leaves it unset; an empty list or map is still
+    an array or a map, as in OTLP/JSON)."""
     if isinstance(value, bool):
         out.bool_value = value
     elif isinstance(value, int):
         out.int_value = value
     elif isinstance(value, float):
         out.double_value = value
+    elif isinstance(value, bytes):
+        out.bytes_value = value
     elif isinstance(value, (list, tuple)):
+        out.array_value.SetInParent()
         for v in value:
-            _pb_any(v, out.array_value.values.add())
+            encode_value(v, out.array_value.values.add())
     elif isinstance(value, dict):
+        out.kvlist_value.SetInParent()
         for k, v in value.items():
             kv = out.kvlist_value.values.add()
             kv.key = str(k)
-            _pb_any(v, kv.value)
+            encode_value(v, kv.value)
     elif value is not None:
         out.string_value = str(value)
 
@@ -415,7 +495,8 @@ def _pb_attrs(target: Any, attrs: dict[str, Any]) -> None:
     for k, v in attrs.items():
         a = target.add()
         a.key = k
-        _pb_any(v, a.value)
+        encode_value(v, a.value)
 
 
-__all__ = ["Decoded", "decode_json", "decode_protobuf", "decode_request", "encode_json", "encode_protobuf"]
+__all__ = ["MAX_DEPTH", "decode_json", "decode_protobuf", "decode_request", "encode_json", "encode_protobuf",
+           "encode_value"]  # fmt: skip

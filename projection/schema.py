@@ -56,5 +56,9 @@ TURN: Final = "callctx.turn"  # an implicit call wrapping a model call made outs
 CONTEXT: Final = "callctx.context"
 FUNCTION: Final = "callctx.function"
 CALL_PATH: Final = "callctx.call_path"
+# a text a model call was sent, riding on its chat span as an event (attributes ``hash``, ``text``)
+BLOB_EVENT: Final = "callctx.blob"
+# on a span exported from a log where it never ended: it reads as interrupted again once imported
+INTERRUPTED: Final = "callctx.interrupted"
 
 EXPOSE_LEVELS: Final = ("io", "llm", "full", "hidden")

@@ -57,12 +57,12 @@ def test_jaeger_api_shape_and_ids(demo_log):
     assert trace["processes"]["p1"]["serviceName"] == "research-agent"
     span = trace["spans"][0]
     assert {"traceID", "spanID", "operationName", "references", "startTime", "duration", "tags", "logs"} <= set(span)
-    spans, rejected, _ = jaeger.decode(doc)
-    assert rejected == 0 and len(spans) == len(trace["spans"])
+    batch = jaeger.decode(doc)
+    assert batch.rejected == 0 and len(batch.spans) == len(trace["spans"])
     # Jaeger may drop leading zeros of ids; they are restored
     trace["spans"][0]["spanID"] = trace["spans"][0]["spanID"].lstrip("0") or "1"
-    spans, rejected, _ = jaeger.decode(doc)
-    assert rejected == 0 and len(spans[0].span_id) == 16
+    batch = jaeger.decode(doc)
+    assert batch.rejected == 0 and len(batch.spans[0].span_id) == 16
 
 
 def test_interrupted_spans_survive_the_round_trip(tmp_path):
@@ -92,3 +92,32 @@ def test_import_errors(tmp_path):
     assert code == 2 and "not an OTLP/JSON or Jaeger JSON" in err
     assert cli("import", str(tmp_path / "missing.json"))[0] == 2
     assert cli("export", str(tmp_path / "missing.jsonl"))[0] == 2
+
+
+@pytest.mark.parametrize("fmt", ["otlp", "jaeger"])
+def test_import_writes_the_records_the_decoder_gives(demo_log, tmp_path, fmt):
+    from callctx.projection import read_log
+    from callctx.projection.batch import Batch, records
+    from callctx.projection.events import LogHeader
+
+    spans = list(from_log(demo_log))
+    if fmt == "otlp":
+        doc = otlp.encode_json(spans)
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"] += [
+            {"traceId": "ab" * 16, "spanId": "aabb ccdd eeff0011"},  # not hex: bytes.fromhex would skip the spaces
+            {"traceId": "0" * 32, "spanId": "01" * 8},
+        ]
+    else:
+        doc = jaeger.encode(spans)
+        doc["data"][0]["spans"] += [{"traceID": "ab" * 16, "spanID": "aabb ccdd eeff0011"},
+                                    {"traceID": "0" * 32, "spanID": "01" * 8}]  # fmt: skip
+    path = tmp_path / f"trace.{fmt}.json"
+    path.write_text(json.dumps(doc))
+    back = tmp_path / "back.jsonl"
+    code, out, err = cli("import", str(path), "--log", str(back))
+    assert code == 0, err
+    assert f"{len(spans)} spans imported (2 rejected)" in out
+    assert "span aabb ccdd eeff0011: span id" in err and "span 0101010101010101: trace id is all zeros" in err
+    batch = otlp.decode_json(path.read_bytes()) if fmt == "otlp" else jaeger.decode(json.loads(path.read_text()))
+    want = records(Batch(sorted(batch.spans, key=lambda r: (r.start_ns, r.span_id))))
+    assert [r for r in read_log(back) if type(r) is not LogHeader] == want

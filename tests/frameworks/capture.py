@@ -33,6 +33,7 @@ sys.path[:0] = [str(HERE.parent)]  # tests/: extras, fake_openai
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from helpers.extras import venv_python  # noqa: E402
 from helpers.fake_openai import FakeOpenAI  # noqa: E402
+from helpers.serving import reply  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 
 FRAMEWORKS = ["openai_agents", "langgraph"]
@@ -65,11 +66,7 @@ class Sink:
                     with lock:
                         sink.bodies.append(raw)
                 body = ExportTraceServiceRequest().SerializeToString() if ok else b"not an OTLP protobuf trace request"
-                self.send_response(200 if ok else 400)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200 if ok else 400, body, "application/x-protobuf")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

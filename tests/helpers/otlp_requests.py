@@ -6,40 +6,16 @@ import hashlib
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from callctx.projection.spans import BLOB_EVENT
-
-
-def set_value(v: AnyValue, value: Any) -> None:
-    if isinstance(value, bool):
-        v.bool_value = value
-    elif isinstance(value, int):
-        v.int_value = value
-    elif isinstance(value, float):
-        v.double_value = value
-    elif isinstance(value, bytes):
-        v.bytes_value = value
-    elif isinstance(value, str):
-        v.string_value = value
-    elif isinstance(value, list):
-        v.array_value.SetInParent()
-        for x in value:
-            set_value(v.array_value.values.add(), x)
-    elif isinstance(value, dict):
-        v.kvlist_value.SetInParent()
-        for k, x in value.items():
-            kv = v.kvlist_value.values.add()
-            kv.key = k
-            set_value(kv.value, x)
-    # None: the value is left unset
+from callctx.projection.otlp import encode_value
+from callctx.projection.schema import BLOB_EVENT
 
 
 def put(target: Any, attrs: list[tuple[str, Any]]) -> None:
     for key, value in attrs:
         kv = target.add()
         kv.key = key
-        set_value(kv.value, value)
+        encode_value(value, kv.value)  # None leaves the value unset
 
 
 def build(resource_list: list[Any]) -> ExportTraceServiceRequest:

@@ -21,7 +21,7 @@ from callctx.cli.main import main
 from callctx.cli.research_agent import run
 from callctx.importers import phoenix_span
 from callctx.projection import Projection
-from callctx.projection.spans import records
+from callctx.projection.batch import Batch, records
 
 pytestmark = pytest.mark.phoenix
 PROJECT = "callctx-e2e"
@@ -102,7 +102,7 @@ def test_the_tree_phoenix_holds_equals_ours(phoenix, tmp_path, monkeypatch):
         time.sleep(0.2)
     assert len(got) == expected
     theirs = Projection()
-    theirs.apply_all([r for r in records(phoenix_span(js) for js in got) if type(r).__name__ != "Blob"])
+    theirs.apply_all([r for r in records(Batch([phoenix_span(js) for js in got])) if type(r).__name__ != "Blob"])
     assert theirs.sessions() == ours.sessions() == ["phoenix-e2e"]
     assert theirs.session_tree("phoenix-e2e") == ours.session_tree("phoenix-e2e")
     for span_id, node in ours.nodes.items():

@@ -5,12 +5,11 @@ in for it). Phoenix's REST API is tested live in test_phoenix.py."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from helpers.serving import FakeStore
 
 from callctx import setup
 from callctx.cli.main import main
@@ -29,58 +28,30 @@ def demo(tmp_path_factory):
     return folder / "events.jsonl"
 
 
-class FakeJaeger:
+class FakeJaeger(FakeStore):
     """Answers ``GET /api/v3/traces/{id}`` and ``GET /api/v3/traces?query.*`` with the spans it
     holds, as Jaeger v2 does: a stream of ``{"result": TracesData}`` objects."""
 
     def __init__(self, spans):
         self.spans = spans
-        self.seen: list[str] = []
-        fake = self
+        super().__init__(self.answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                url = urlparse(self.path)
-                fake.seen.append(self.path)
-                parts = url.path.strip("/").split("/")
-                if parts[:3] != ["api", "v3", "traces"]:
-                    return self._send(404, {"error": {"message": "not found"}})
-                if len(parts) == 4:
-                    found = [s for s in fake.spans if s.trace_id == parts[3]]
-                else:
-                    q = {k: v[0] for k, v in parse_qs(url.query).items()}
-                    lo = datetime.fromisoformat(q["query.start_time_min"]).timestamp() * 1e9
-                    hi = datetime.fromisoformat(q["query.start_time_max"]).timestamp() * 1e9
-                    hits = {
-                        s.trace_id
-                        for s in fake.spans
-                        if lo <= s.start_ns <= hi and s.service == q["query.service_name"]
-                    }
-                    found = [s for s in fake.spans if s.trace_id in hits]
-                if not found:
-                    return self._send(404, {"error": {"httpCode": 404, "message": "trace not found"}})
-                body = "".join(json.dumps({"result": encode_json([s])}) + "\n" for s in found)  # a stream of chunks
-                self._raw(200, body.encode())
-
-            def _send(self, status, obj):
-                self._raw(status, json.dumps(obj).encode())
-
-            def _raw(self, status, body):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self):
-        self.server.shutdown()
+    def answer(self, path: str) -> tuple[int, bytes]:
+        url = urlparse(path)
+        parts = url.path.strip("/").split("/")
+        if parts[:3] != ["api", "v3", "traces"]:
+            return 404, json.dumps({"error": {"message": "not found"}}).encode()
+        if len(parts) == 4:
+            found = [s for s in self.spans if s.trace_id == parts[3]]
+        else:
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            lo = datetime.fromisoformat(q["query.start_time_min"]).timestamp() * 1e9
+            hi = datetime.fromisoformat(q["query.start_time_max"]).timestamp() * 1e9
+            hits = {s.trace_id for s in self.spans if lo <= s.start_ns <= hi and s.service == q["query.service_name"]}
+            found = [s for s in self.spans if s.trace_id in hits]
+        if not found:
+            return 404, json.dumps({"error": {"httpCode": 404, "message": "trace not found"}}).encode()
+        return 200, "".join(json.dumps({"result": encode_json([s])}) + "\n" for s in found).encode()  # a stream
 
 
 def _with_service(spans, name):

@@ -153,8 +153,9 @@ def test_nothing_is_lost_through_the_log_export_and_import(tmp_path, fmt):
     assert calls[0].usage.counts() == {"input": 12} and calls[0].service == "model-gateway"
 
 
-def test_otlp_json_round_trip_keeps_resources_per_service():
-    doc = encode_json(_everything())
-    decoded = decode_json(json.dumps(doc))
-    assert {s.service for s in decoded.spans} == {"shop-agent", "model-gateway"}
-    assert jaeger.decode(jaeger.encode(decoded.spans))[0][1].service == "model-gateway"
+def test_otlp_json_and_jaeger_keep_resources_per_service():
+    from_otlp = decode_json(json.dumps(encode_json(_everything())).encode())
+    from_jaeger = jaeger.decode(jaeger.encode(_everything()))
+    services = [["shop-agent", "model-gateway"]] * 2
+    assert [[r.started.service for r in b.spans] for b in (from_otlp, from_jaeger)] == services
+    assert [r.started.kind for r in from_otlp.spans] == [r.started.kind for r in from_jaeger.spans] == [2, 3]

@@ -9,6 +9,7 @@ import random
 import sqlite3
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 from helpers.otlp_requests import build, span
 from helpers.stores import all_calls, log_of, served_trees, tree_keys
 from hypothesis import HealthCheck, given, settings
@@ -16,13 +17,14 @@ from hypothesis import strategies as st
 
 from callctx.projection import Projection, read_log
 from callctx.projection.ancestry import Ancestor, agentic_chain
+from callctx.projection.batch import Batch, records
 from callctx.projection.calls import number
 from callctx.projection.errors import BadInput, NotFound
 from callctx.projection.events import SpanEnded, SpanStarted, encode
 from callctx.projection.log import EventLog
 from callctx.projection.log_reader import LogTail
-from callctx.projection.otlp import decode_request, encode_json
-from callctx.projection.spans import to_records
+from callctx.projection.otlp import decode_request
+from callctx.projection.otlpjson import ids_to_hex
 from callctx.serve import Receiver
 from callctx.store import model
 from callctx.store.index import VERSION
@@ -63,14 +65,14 @@ def test_the_receiver_log_is_the_records_and_the_trees_are_the_replay(tmp_path):
             if how == "protobuf":
                 protobuf(rx, req)
             else:
-                body = json.dumps(encode_json(decode_request(req).spans)).encode()
+                body = json.dumps(ids_to_hex(MessageToDict(req, use_integers_for_enums=True))).encode()
                 rx.ingest(rx.decode(body, "application/json"))
         answers[how] = (served_trees(rx.store), [c.function for c in all_calls(rx.store)])
         rx.close()
     expected = []
     for req in requests:
-        spans = sorted(decode_request(req).spans, key=lambda sp: (sp.start_ns, sp.span_id))
-        expected += [encode(rec) for sp in spans for rec in to_records(sp)]
+        spans = sorted(decode_request(req).spans, key=lambda r: (r.start_ns, r.span_id))
+        expected += [encode(rec) for rec in records(Batch(spans))]
     written = (tmp_path / "protobuf" / "log.jsonl").read_bytes().split(b"\n", 1)[1]  # past the header
     assert written == b"".join(expected)
     replayed = Projection.from_log(tmp_path / "protobuf" / "log.jsonl", recover=False)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from callctx.projection import LogError, Projection
+from callctx.projection.batch import Batch, records
 
 from .common import EXIT_OK, CliError, check_event_log
 
@@ -35,26 +36,25 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _read_file(args: argparse.Namespace) -> tuple[Any, str]:
+def _read_file(args: argparse.Namespace) -> tuple[Batch, str]:
     """(the decoded spans, a default log path) of a trace file."""
     from callctx.projection import jaeger, otlp
-    from callctx.projection.otlp import Decoded
 
     src = Path(args.file)
     if not src.exists():
         raise CliError(f"no such file: {src}")
     try:
-        text = src.read_bytes().decode("utf-8")
+        body = src.read_bytes()
         fmt = args.format
         if fmt == "auto":
-            fmt = "otlp" if '"resourceSpans"' in text.lstrip()[:4096] else "jaeger"
-        decoded = otlp.decode_json(text) if fmt == "otlp" else Decoded(*jaeger.decode(json.loads(text)))
-    except (UnicodeDecodeError, ValueError) as e:
+            fmt = "otlp" if b'"resourceSpans"' in body.lstrip()[:4096] else "jaeger"
+        decoded = otlp.decode_json(body) if fmt == "otlp" else jaeger.decode(json.loads(body))
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise CliError(f"{src} is not an OTLP/JSON or Jaeger JSON trace file: {e}") from None
     return decoded, str(src.with_suffix(".events.jsonl"))
 
 
-def _read_store(args: argparse.Namespace) -> tuple[Any, str]:
+def _read_store(args: argparse.Namespace) -> tuple[Batch, str]:
     """(the decoded spans, a default log path) pulled from a trace store."""
     from datetime import datetime
 
@@ -85,7 +85,6 @@ def _read_store(args: argparse.Namespace) -> tuple[Any, str]:
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from callctx.projection import EventLog
     from callctx.projection.events import encode
-    from callctx.projection.spans import records
 
     if args.source:
         args.url = args.url or args.file
@@ -102,7 +101,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     target = Path(args.out or default)
     log = EventLog(target)
     try:
-        for rec in records(sorted(found, key=lambda s: (s.start_ns, s.span_id))):
+        for rec in records(Batch(sorted(found, key=lambda r: (r.start_ns, r.span_id)))):
             log.write(encode(rec))
     finally:
         log.close()

@@ -36,7 +36,7 @@ from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.errors import CallctxError
 from callctx.projection.events import Blob, encode
-from callctx.projection.spans import BLOB_EVENT
+from callctx.projection.schema import BLOB_EVENT
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer

@@ -1,5 +1,5 @@
 """Spans pulled from Jaeger v2 through its ``api/v3`` (OTLP/JSON ``{"result": ...}`` answers, one
-or a stream of them)."""
+or a stream of them), decoded by the OTLP/JSON decoder into one :class:`~callctx.projection.batch.Batch`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from callctx.projection.otlp import Decoded, decode_json
+import msgspec
+
+from callctx.projection.batch import Batch
+from callctx.projection.otlp import decode_json
 
 from .query import PAGE, Query, StoreError, fetch
 
@@ -36,7 +39,7 @@ def _results(raw: bytes) -> Iterator[dict[str, Any]]:
             yield result
 
 
-def jaeger(base_url: str, query: Query, *, token: str | None = None, timeout: float = 30.0) -> Decoded:
+def jaeger(base_url: str, query: Query, *, token: str | None = None, timeout: float = 30.0) -> Batch:
     """The spans ``query`` asks for: ``GET /api/v3/traces/{id}`` for a trace, else
     ``GET /api/v3/traces`` searching ``query.service`` within the time range."""
     base = base_url.rstrip("/")
@@ -53,10 +56,10 @@ def jaeger(base_url: str, query: Query, *, token: str | None = None, timeout: fl
         }
         url = f"{base}/api/v3/traces?{urllib.parse.urlencode(params)}"
     raw = fetch(url, token, timeout)
-    out = Decoded([])
+    out = Batch([])
     try:
         for result in _results(raw):
-            part = decode_json(json.dumps(result))
+            part = decode_json(msgspec.json.encode(result))
             out.spans.extend(part.spans)
             out.rejected += part.rejected
             out.errors.extend(part.errors)

@@ -10,9 +10,9 @@ from datetime import datetime
 
 import msgspec
 
+from callctx.projection.batch import Batch
 from callctx.projection.dialects import conversation
 from callctx.projection.errors import CallctxError
-from callctx.projection.otlp import Decoded
 
 PAGE = 1000
 
@@ -30,16 +30,17 @@ class Query(msgspec.Struct, frozen=True):
     end: datetime | None = None
     service: str | None = None  # Jaeger searches by service
 
-    def select(self, decoded: Decoded) -> Decoded:
+    def select(self, batch: Batch) -> Batch:
         """The spans asked for: those of the trace, or of every trace in which a span names the
-        session (spans under a session's calls, model calls say, often do not name it)."""
-        spans = decoded.spans
+        session (spans under a session's calls, model calls say, often do not name it); the
+        rejected as they were."""
+        spans = batch.spans
         if self.trace_id is not None:
-            spans = [sp for sp in spans if sp.trace_id == self.trace_id.lower()]
+            spans = [r for r in spans if r.trace_id == self.trace_id.lower()]
         if self.session_id is not None:
-            traces = {sp.trace_id for sp in spans if conversation(sp.attributes) == self.session_id}
-            spans = [sp for sp in spans if sp.trace_id in traces]
-        return Decoded(spans, decoded.rejected, decoded.errors)
+            traces = {r.trace_id for r in spans if conversation(r.started.attributes) == self.session_id}
+            spans = [r for r in spans if r.trace_id in traces]
+        return Batch(spans, batch.rejected, batch.errors)
 
 
 def fetch(url: str, token: str | None, timeout: float) -> bytes:

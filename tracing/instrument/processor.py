@@ -15,17 +15,22 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanKind as ApiSpanKind
+from opentelemetry.trace import StatusCode
 
 from callctx.projection import Projection
-from callctx.projection.events import SpanEnded, SpanEvent, SpanLink, SpanStarted, encode
+from callctx.projection import events as ev
+from callctx.projection.events import SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, encode, error_text
 from callctx.projection.log import EventLog
-from callctx.projection.schema import OP_CHAT, OPERATION
-from callctx.projection.spans import BLOB_EVENT, error_text
+from callctx.projection.schema import BLOB_EVENT, OP_CHAT, OPERATION
 
 log = logging.getLogger(__name__)
 
 _MISSING = object()
+_KINDS: dict[ApiSpanKind, SpanKind] = {
+    ApiSpanKind.INTERNAL: ev.KIND_INTERNAL, ApiSpanKind.SERVER: ev.KIND_SERVER, ApiSpanKind.CLIENT: ev.KIND_CLIENT,
+    ApiSpanKind.PRODUCER: ev.KIND_PRODUCER, ApiSpanKind.CONSUMER: ev.KIND_CONSUMER,
+}  # fmt: skip
 
 
 def span_attributes(span: ReadableSpan) -> dict[str, Any]:
@@ -102,7 +107,6 @@ class ProjectionProcessor(SpanProcessor):
                 parent_hex = known[0] if known is not None else format(parent.span_id, "016x")
             attrs = span_attributes(span)
             self._open[ctx.span_id] = (span_hex, attrs)
-            kind = span.kind
             # The process's resource rides on the first span of each trace this process makes.
             resource = _resource(span) if known is None else _NONE
             event = SpanStarted(
@@ -112,7 +116,7 @@ class ProjectionProcessor(SpanProcessor):
                 span.name,
                 span.start_time or 0,
                 attrs,
-                0 if kind is SpanKind.INTERNAL else kind.value + 1,
+                _KINDS.get(span.kind, ev.DEFAULT_KIND),
                 resource,
                 span.instrumentation_scope.name if resource and span.instrumentation_scope else None,
             )

@@ -5,7 +5,7 @@ refused with ``RESOURCE_EXHAUSTED``, which OTLP exporters retry), at most
 ``max_concurrent_streams`` streams per connection (HTTP/2 flow control holds the rest back),
 and no message over the receiver's ``max_body`` (refused before it is decoded). gRPC's own
 I/O threads read the messages: a slow or idle client holds no worker. A request, parsed by
-gRPC, is read straight into the records the receiver ingests (``otlp_events.decode_request``).
+gRPC, is read straight into the records the receiver ingests (``otlp.decode_request``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from callctx.projection.otlp_events import decode_request
+from callctx.projection.otlp import decode_request
 
 from .ingest import Receiver, collector_paused
 

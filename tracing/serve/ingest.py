@@ -2,7 +2,7 @@
 event log; everything read back goes through the local store over that log.
 
 One request at a time: the body is decoded straight into the records the log takes
-(:mod:`callctx.projection.otlp_events`), the request's spans are sorted by start, their records
+(:mod:`callctx.projection.otlp`), the request's spans are sorted by start, their records
 encoded once and appended to the log in one write. That is all the request waits for: the
 store's index follows the log (a background thread indexes what was appended, every
 ``INDEX_EVERY`` seconds, and every read catches up first), and trees are folded on read. The
@@ -36,11 +36,11 @@ from typing import Any
 
 import msgspec
 
+from callctx.projection.batch import Batch
 from callctx.projection.errors import BadInput
 from callctx.projection.events import encode
 from callctx.projection.log import EventLog, FsyncPolicy
-from callctx.projection.otlp import decode_json
-from callctx.projection.otlp_events import Batch, decode_protobuf, from_spans
+from callctx.projection.otlp import decode_json, decode_protobuf
 from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
 
 from ..export.shaping import Shaper
@@ -115,8 +115,9 @@ class Receiver:
 
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Batch:
-        """The spans of one OTLP/HTTP body; raises :class:`BodyError` (415) for a content type
-        that is not OTLP and :class:`BadInput` for a body that is not a trace request."""
+        """The spans of one OTLP/HTTP body, either encoding read straight into records; raises
+        :class:`BodyError` (415) for a content type that is not OTLP and :class:`BadInput` for
+        a body that is not a trace request."""
         t0 = time.perf_counter()
         kind = content_type.split(";")[0].strip().lower()
         if kind == PROTOBUF:
@@ -125,8 +126,7 @@ class Receiver:
         elif kind == JSON:
             try:
                 with collector_paused():
-                    spans = decode_json(body)
-                    decoded = from_spans(spans.spans, spans.rejected, spans.errors)
+                    decoded = decode_json(body)
             except UnicodeDecodeError:
                 raise BadInput("OTLP/JSON body is not valid UTF-8") from None
         else:
