@@ -180,8 +180,8 @@ def _cut_strings(v: Any, cap: int) -> Any:
 
 def _cut_items(v: Any, keep: int) -> Any:
     if isinstance(v, list):
-        cut = [_cut_items(x, keep) for x in v[:keep]]
-        return [*cut, f"… {len(v) - keep} more"] if len(v) > keep else cut
+        kept = [_cut_items(x, keep) for x in v[:keep]]
+        return [*kept, f"… {len(v) - keep} more"] if len(v) > keep else kept
     if isinstance(v, dict):
         items = list(v.items())
         cut = {k: _cut_items(x, keep) for k, x in items[:keep]}

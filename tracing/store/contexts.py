@@ -10,6 +10,7 @@ altered, or whose rebuilt request does not match its hash.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -20,6 +21,8 @@ from callctx.components.wire.exchange import Exchange
 from callctx.projection.calls import ModelCall
 from callctx.projection.errors import CallctxError
 from callctx.projection.llm import Reconstructed, messages_of
+from callctx.projection.manifest import ManifestError
+from callctx.projection.manifest import decode as decode_manifest
 
 from .model import Recorded
 
@@ -60,6 +63,27 @@ def rebuild(rec: Recorded) -> Rebuilt:
     except (record.RecordError, ValueError) as e:
         raise Unrebuildable(f"cannot rebuild call {call.index}: {e}") from None
     return Rebuilt(call, m, context, exchanges, body, wire.request_hash(body) == m.request)
+
+
+def restore(call: ModelCall, texts: Mapping[str, str]) -> tuple[Context, list[Exchange]]:
+    """One of our calls' context and tool loop, from the texts its manifest names (no request
+    body is built, nothing is verified but each text's hash); raises :class:`Unrebuildable`."""
+    if call.manifest is None:
+        raise Unrebuildable(f"call {call.index} carries no recorded context (made by another instrumentation?)")
+    try:
+        return record.restore(record.manifest(call.manifest), texts)
+    except (record.RecordError, ValueError) as e:
+        raise Unrebuildable(f"cannot rebuild call {call.index}: {e}") from None
+
+
+def text_hashes(call: ModelCall) -> list[str]:
+    """The hashes of the texts one of our calls was built from (none for another's)."""
+    if call.manifest is None:
+        return []
+    try:
+        return decode_manifest(call.manifest).text_hashes()
+    except ManifestError:
+        return []
 
 
 def reconstruct(rec: Recorded) -> Foreign:

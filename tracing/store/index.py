@@ -234,15 +234,20 @@ class Index:
         with self.lock:
             db = self._db
             total = db.execute(f"SELECT count(*) FROM calls c WHERE {where}", args).fetchone()[0]
-            rows = db.execute(
-                f"SELECT {self._CALL_COLUMNS} FROM calls c WHERE {where} ORDER BY c.start_ns, c.span_id "
-                "LIMIT ? OFFSET ?",
-                [*args, limit, offset],
-            ).fetchall()
             if where == "1=1":
+                rows = db.execute(
+                    f"SELECT {self._CALL_COLUMNS} FROM calls c ORDER BY c.start_ns, c.span_id LIMIT ? OFFSET ?",
+                    [limit, offset],
+                ).fetchall()
                 numbers = list(range(offset + 1, offset + 1 + len(rows)))
-            else:
-                numbers = [self._number(r[3], r[0]) for r in rows]
+            else:  # numbered over all calls, whatever the filter: the rank of each in start order
+                found = db.execute(
+                    f"SELECT r.n, {self._CALL_COLUMNS} FROM calls c JOIN (SELECT span_id, row_number() OVER "
+                    f"(ORDER BY start_ns, span_id) AS n FROM calls) r USING (span_id) WHERE {where} ORDER BY r.n "
+                    "LIMIT ? OFFSET ?",
+                    [*args, limit, offset],
+                ).fetchall()
+                numbers, rows = [r[0] for r in found], [r[1:] for r in found]
             return total, [self._call(r, n) for r, n in zip(rows, numbers, strict=True)]
 
     def _number(self, start_ns: int, span_id: str) -> int:

@@ -36,9 +36,8 @@ from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.fold import Projection
 from callctx.projection.log import Damage, LogError
 from callctx.projection.log_reader import LogTail, merge_ranges, read_ranges
-from callctx.projection.manifest import ManifestError
-from callctx.projection.manifest import decode as decode_manifest
 
+from .contexts import text_hashes
 from .index import Index, run_status
 from .model import (
     ANY,
@@ -352,17 +351,10 @@ class LocalStore:
                 end = rec
         if start is None:
             raise NotFound(f"call {call.index}: its records could not be read back from {self.path}")
-        texts: dict[str, str] = {}
-        if call.manifest is not None:
-            try:
-                hashes = decode_manifest(call.manifest).text_hashes()
-            except ManifestError:
-                hashes = []
-            texts = self.texts(hashes)
-        return Recorded(call=call, texts=texts, start=start, end=end)
+        return Recorded(call=call, texts=self.texts(text_hashes(call)), start=start, end=end)
 
     def texts(self, hashes: Iterable[str]) -> dict[str, str]:
-        """The texts the log stores under these hashes (those it has)."""
+        self.refresh()
         found = self.index.blob_ranges(hashes)
         out: dict[str, str] = {}
         by_range = sorted((at, at + n, h) for h, (at, n) in found.items())

@@ -28,6 +28,7 @@ tree or span the store does not hold; :class:`BadInput` for a parameter out of r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Generic, Literal, Protocol, TypeVar
 
 import msgspec
@@ -192,7 +193,13 @@ class Store(Protocol):
         """The tree as call ``span_id`` saw it when it started (``final``: as it stands)."""
         ...
 
-    def recorded(self, call: ModelCall) -> Recorded: ...
+    def recorded(self, call: ModelCall) -> Recorded:
+        """What ``call`` was sent: its span's records and the texts its manifest names."""
+        ...
+
+    def texts(self, hashes: Iterable[str]) -> dict[str, str]:
+        """The texts the store holds under these hashes (those it has), read in one go."""
+        ...
 
     def close(self) -> None: ...
 

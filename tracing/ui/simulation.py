@@ -21,7 +21,10 @@ from callctx.components.context import Context
 from callctx.components.wire.exchange import Exchange
 from callctx.projection.calls import ModelCall
 
-Restore = Callable[[ModelCall], tuple[Context, list[Exchange]]]
+Restore = Callable[[Sequence[ModelCall]], list[tuple[Context, list[Exchange]]]]
+"""Restores the contexts and tool loops of several calls (read from the store in one go)."""
+
+CHUNK = 256  # calls restored at a time
 
 
 class Share(msgspec.Struct, frozen=True):
@@ -46,20 +49,23 @@ class LogSimulation:
 
     def upto(self, calls: Sequence[ModelCall], last: int, restore: Restore) -> list[cache.CallResult]:
         """Results for ``calls[: last + 1]`` (own calls, in call order)."""
+        k = min(len(self.spans), last + 1)
+        if [c.span_id for c in calls[:k]] != self.spans[:k]:  # the order changed: from the start again
+            self.sim = cache.Simulator(self.provider, self.model, self._rules)
+            self.spans, self.results, self._t0 = [], [], None
         k = len(self.spans)
-        if [c.span_id for c in calls[:k]] != self.spans:
-            self.__init__(self.provider, self.model, self._rules, self._tokenize)  # type: ignore[misc]
-            k = 0
-        for c in calls[k : last + 1]:
-            if self._t0 is None:
-                self._t0 = c.start_ns
-            context, exchanges = restore(c)
-            req = cache.request_of(
-                context, exchanges, time_s=(c.start_ns - self._t0) / 1e9, label=c.function or "turn",
-                tokenize=self._tokenize,
-            )  # fmt: skip
-            self.results.append(self.sim.step_one(req))
-            self.spans.append(c.span_id)
+        todo = list(calls[k : last + 1])
+        for at in range(0, len(todo), CHUNK):
+            chunk = todo[at : at + CHUNK]
+            for c, (context, exchanges) in zip(chunk, restore(chunk), strict=True):
+                if self._t0 is None:
+                    self._t0 = c.start_ns
+                req = cache.request_of(
+                    context, exchanges, time_s=(c.start_ns - self._t0) / 1e9, label=c.function or "turn",
+                    tokenize=self._tokenize,
+                )  # fmt: skip
+                self.results.append(self.sim.step_one(req))
+                self.spans.append(c.span_id)
         return self.results[: last + 1]
 
 

@@ -26,7 +26,7 @@ from callctx.components.context import Context
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResults
 from callctx.projection.calls import ModelCall, Usage
 from callctx.projection.errors import BadInput, NotFound
-from callctx.store.contexts import Foreign, Rebuilt, Unrebuildable, context_of, rebuild, request_in
+from callctx.store.contexts import Foreign, Unrebuildable, context_of, rebuild, request_in, restore, text_hashes
 from callctx.store.model import Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
 from .prices import DEFAULT, PROVIDERS, Prices, provider_row
@@ -57,6 +57,7 @@ class Views:
         self._sims: dict[str, LogSimulation] = {}
         self._restored: OrderedDict[str, tuple[Context, list[Exchange]]] = OrderedDict()
         self._lock = threading.RLock()
+        self._listed: dict[tuple[Filter, str | None], tuple[int, list[ModelCall]]] = {}
 
     # ---- lists --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -218,7 +219,20 @@ class Views:
 
     # ---- helpers ------------------------------------------------------------------------------
     def _all(self, f: Filter, upto: ModelCall | None = None) -> list[ModelCall]:
-        """Every call ``f`` keeps, in call order (up to ``upto`` when given), a page at a time."""
+        """Every call ``f`` keeps, in call order (up to ``upto`` when given), a page at a time;
+        the last few listings are kept while the store's cursor stays where it was."""
+        cursor = self.store.state().cursor
+        key = (f, upto.span_id if upto is not None else None)
+        hit = self._listed.get(key)
+        if hit is not None and hit[0] == cursor:
+            return hit[1]
+        out = self._list(f, upto)
+        if len(self._listed) >= 8:
+            self._listed.pop(next(iter(self._listed)))
+        self._listed[key] = (cursor, out)
+        return out
+
+    def _list(self, f: Filter, upto: ModelCall | None) -> list[ModelCall]:
         out: list[ModelCall] = []
         offset = 0
         while True:
@@ -232,7 +246,10 @@ class Views:
             offset = page.next_offset
 
     def _own_calls(self, upto: ModelCall) -> list[ModelCall]:
-        return self._all(_OWN, upto)
+        """Our own calls, in call order, up to ``upto``."""
+        own = self._all(_OWN)
+        at = next((i for i, x in enumerate(own) if x.span_id == upto.span_id), None)
+        return own[: at + 1] if at is not None else self._list(_OWN, upto)
 
     def _tokenize(self) -> cache.Tokenizer:
         if self._tokenizer is None:
@@ -248,26 +265,34 @@ class Views:
             sim = self._sims[provider] = LogSimulation(provider, model, self._rules, self._tokenize())
         return sim
 
-    def _restore(self, c: ModelCall) -> tuple[Context, list[Exchange]]:
-        key = c.span_id
-        hit = self._restored.get(key)
-        if hit is None:
-            try:
-                found: Rebuilt = rebuild(self.store.recorded(c))
-            except Unrebuildable as e:
-                raise NotFound(str(e)) from None
-            hit = self._restored[key] = (found.context, found.exchanges)
-            if len(self._restored) > 256:
-                self._restored.popitem(last=False)
-        return hit
+    def _restore(self, calls: Sequence[ModelCall]) -> list[tuple[Context, list[Exchange]]]:
+        """The contexts of ``calls`` (our own), the texts they name read from the store in one go."""
+        missing = [c for c in calls if c.span_id not in self._restored]
+        texts = self.store.texts({h for c in missing for h in text_hashes(c)}) if missing else {}
+        out = []
+        for c in calls:
+            hit = self._restored.get(c.span_id)
+            if hit is None:
+                try:
+                    hit = restore(c, texts)
+                except Unrebuildable as e:
+                    raise NotFound(str(e)) from None
+                self._restored[c.span_id] = hit
+                if len(self._restored) > 512:
+                    self._restored.popitem(last=False)
+            out.append(hit)
+        return out
 
     def _diff(self, c: ModelCall, context: Context) -> dict[str, Any] | None:
         """Where this call's context first differs from the previous own call of its tree."""
-        mine = self._all(Filter(tree=c.tree, ours=True), c)
-        if len(mine) < 2:
+        before_it = Filter(tree=c.tree, ours=True, until_ns=c.start_ns + 1)
+        total = self.store.calls(before_it, limit=0).total
+        near = self.store.calls(before_it, offset=max(0, total - 3), limit=3).items  # c among the last
+        at = next((i for i, x in enumerate(near) if x.span_id == c.span_id), None)
+        if not at:
             return None
-        prev = mine[-2]
-        before, _ = self._restore(prev)
+        prev = near[at - 1]
+        ((before, _),) = self._restore([prev])
         return first_difference(before, context, prev.index)
 
 
