@@ -314,31 +314,7 @@ def _locate(block: memoryview, path: Path, line_no: int, offset: int, damage: li
             pos = nl + 1
         if i == n:
             return out
-    return _locate_slowly(raw, path, line_no, offset, damage)
-
-
-def _locate_slowly(block: bytes, path: Path, line_no: int, offset: int, damage: list[Damage]) -> list[Located]:
-    out: list[Located] = []
-    pos = 0
-    for i, line in enumerate(block.split(b"\n")[:-1], start=line_no + 1):
-        start = pos
-        pos += len(line) + 1
-        if not line.strip():
-            continue
-        try:
-            out.append(Located(decode(line), offset + start, len(line) + 1))
-            continue
-        except _DECODE_ERRORS as e:
-            error: Exception | None = e
-        cut, rec = _salvage(line)
-        head = line[:cut] if rec is not None else line
-        if rec is not None:
-            error = _decode_error(head)
-        if error is not None:
-            _report(_damage(error, i, offset + start, len(head)), path, damage)
-        if rec is not None:
-            out.append(Located(rec, offset + start + cut, len(line) - cut + 1))
-    return out
+    return _decode_slowly(raw, path, line_no, offset, False, damage)[0]
 
 
 # ---- decoding a block ----------------------------------------------------------------------
@@ -360,14 +336,16 @@ def _decode_lines(
         return decode_lines(block), None
     except _DECODE_ERRORS:
         pass
-    return _decode_slowly(bytes(block), path, line_no, offset, strict, damage)
+    located, error = _decode_slowly(bytes(block), path, line_no, offset, strict, damage)
+    return [loc.record for loc in located], error
 
 
 def _decode_slowly(
     block: bytes, path: Path, line_no: int, offset: int, strict: bool, damage: list[Damage] | None
-) -> tuple[list[Record], LogError | None]:
-    """:func:`_decode_lines` for a block that holds a bad line: find them one by one."""
-    out: list[Record] = []
+) -> tuple[list[Located], LogError | None]:
+    """The readable records of a block that holds a bad line, found one by one, each with its
+    place (a record appended to another writer's fragment starts where the fragment ends)."""
+    out: list[Located] = []
     pos = 0
     for i, line in enumerate(block.split(b"\n")[:-1], start=line_no + 1):
         start = pos
@@ -375,7 +353,7 @@ def _decode_slowly(
         if not line.strip():
             continue
         try:
-            out.append(decode(line))
+            out.append(Located(decode(line), offset + start, len(line) + 1))
             continue
         except _DECODE_ERRORS as e:
             error: Exception | None = e
@@ -389,7 +367,7 @@ def _decode_slowly(
                 return out, LogError(f"event log {path}: line {i}: {problem.reason}")
             _report(problem, path, damage)
         if rec is not None:
-            out.append(rec)
+            out.append(Located(rec, offset + start + cut, len(line) - cut + 1))
     return out, None
 
 

@@ -36,6 +36,7 @@ from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.errors import CallctxError
 from callctx.projection.events import Blob, encode
+from callctx.projection.log import EventLog
 from callctx.projection.schema import BLOB_EVENT
 
 if TYPE_CHECKING:
@@ -602,7 +603,7 @@ def _content_attributes(context: Context, exchanges: list[Exchange]) -> dict[str
     }
 
 
-def write_blobs(log: Any, known: set[str], blobs: dict[str, str]) -> None:
+def write_blobs(log: EventLog, known: set[str], blobs: dict[str, str]) -> None:
     """Append the texts the log does not hold yet (callers hold the projection lock)."""
     for h, text in blobs.items():
         if h not in known:

@@ -145,7 +145,7 @@ class Runtime:
         output: str | None = None,
         attachments: Sequence[Attachment] = (),
         agent: Any = None,
-        stream: Callable[[str], None] | None = None,
+        stream: Callable[[str], Any] | None = None,
     ) -> Any:
         """Ask the model from inside the current agentic call; returns its (validated) output.
 

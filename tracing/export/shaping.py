@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, Status
 
@@ -65,7 +66,7 @@ class Shaper:
             return tuple(self.value(key, v, limit) for v in value)
         return value
 
-    def attributes(self, attrs: Any, limit: int) -> dict[str, Any]:
+    def attributes(self, attrs: Mapping[str, Any] | None, limit: int) -> dict[str, Any]:
         return {k: self.value(k, v, limit) for k, v in (attrs or {}).items()}
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
@@ -240,7 +241,7 @@ class ShapingProcessor(SpanProcessor):
         self.inner = inner
         self.shaper = shaper
 
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.inner.on_start(span, parent_context=parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:

@@ -12,14 +12,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
+from callctx.components.inputs import Attachment
+
 log = logging.getLogger(__name__)
 
 SCOPE = "callctx"
+
+
+class AgentOptions(TypedDict, total=False):
+    """What an agent's ``exec`` / ``aexec`` take besides the prompt (``Runtime.exec`` says
+    what each does)."""
+
+    schema: Any  # a msgspec type or Struct the output must fit
+    tools: Sequence[Callable[..., Any]]
+    position: str | None
+    output: str | None
+    attachments: Sequence[Attachment]
+    stream: Callable[[str], Any] | None
+
+
+class ExecOptions(AgentOptions, total=False):
+    """What ``Runtime.exec`` / ``aexec`` take besides the prompt: an agent's options, and the
+    agent asking."""
+
+    agent: Any
 
 
 class ActiveRuntime(Protocol):
@@ -28,31 +49,9 @@ class ActiveRuntime(Protocol):
     tracer: Tracer
     session_id: str | None
 
-    def exec(
-        self,
-        prompt: str,
-        *,
-        schema: Any = None,
-        tools: Sequence[Callable[..., Any]] = (),
-        position: str | None = None,
-        output: str | None = None,
-        attachments: Sequence[Any] = (),
-        agent: Any = None,
-        stream: Callable[[str], None] | None = None,
-    ) -> Any: ...
+    def exec(self, prompt: str, **options: Unpack[ExecOptions]) -> Any: ...
 
-    async def aexec(
-        self,
-        prompt: str,
-        *,
-        schema: Any = None,
-        tools: Sequence[Callable[..., Any]] = (),
-        position: str | None = None,
-        output: str | None = None,
-        attachments: Sequence[Any] = (),
-        agent: Any = None,
-        stream: Callable[[str], Any] | None = None,
-    ) -> Any: ...
+    async def aexec(self, prompt: str, **options: Unpack[ExecOptions]) -> Any: ...
 
 
 _runtime: ActiveRuntime | None = None

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
-from callctx.components.inputs import Attachment
 from callctx.instrument import active
-from callctx.instrument.active import ActiveRuntime
+from callctx.instrument.active import ActiveRuntime, AgentOptions
 
 
 def _kebab(name: str) -> str:
@@ -46,39 +45,14 @@ class Agent:
             raise RuntimeError("no callctx runtime: call callctx.setup() first or pass runtime=")
         return rt
 
-    def exec(
-        self,
-        prompt: str,
-        *,
-        schema: Any = None,
-        tools: Sequence[Callable[..., Any]] = (),
-        position: str | None = None,
-        output: str | None = None,
-        attachments: Sequence[Attachment] = (),
-        stream: Callable[[str], None] | None = None,
-    ) -> Any:
-        """``Runtime.exec`` as this agent."""
-        return self.runtime.exec(
-            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments,
-            agent=self, stream=stream,
-        )  # fmt: skip
+    def exec(self, prompt: str, **options: Unpack[AgentOptions]) -> Any:
+        """``Runtime.exec`` as this agent (the same options: ``schema``, ``tools``,
+        ``position``, ``output``, ``attachments``, ``stream``)."""
+        return self.runtime.exec(prompt, agent=self, **options)
 
-    async def aexec(
-        self,
-        prompt: str,
-        *,
-        schema: Any = None,
-        tools: Sequence[Callable[..., Any]] = (),
-        position: str | None = None,
-        output: str | None = None,
-        attachments: Sequence[Attachment] = (),
-        stream: Callable[[str], Any] | None = None,
-    ) -> Any:
+    async def aexec(self, prompt: str, **options: Unpack[AgentOptions]) -> Any:
         """``Runtime.aexec`` as this agent."""
-        return await self.runtime.aexec(
-            prompt, schema=schema, tools=tools, position=position, output=output, attachments=attachments,
-            agent=self, stream=stream,
-        )  # fmt: skip
+        return await self.runtime.aexec(prompt, agent=self, **options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -7,8 +7,9 @@ of time raises ``TimeoutError`` through here."""
 
 from __future__ import annotations
 
+import io
 import zlib
-from typing import Any
+from email.message import Message
 
 from callctx.projection.errors import BadInput
 
@@ -21,7 +22,7 @@ class BodyError(BadInput):
         self.status = status
 
 
-def read_body(rfile: Any, headers: Any, limit: int) -> bytes:
+def read_body(rfile: io.BufferedIOBase, headers: Message, limit: int) -> bytes:
     """The request body, decompressed, refusing anything over ``limit`` bytes."""
     length = headers.get("Content-Length")
     if headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -48,7 +49,7 @@ def read_body(rfile: Any, headers: Any, limit: int) -> bytes:
     raise BodyError(415, f"unsupported Content-Encoding {encoding!r}")
 
 
-def _read_chunked(rfile: Any, limit: int) -> bytes:
+def _read_chunked(rfile: io.BufferedIOBase, limit: int) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
