@@ -32,7 +32,10 @@ from .schema import BLOB_EVENT, INTERRUPTED
 
 ZERO_TRACE = bytes(16)  # not a trace id
 ZERO_SPAN = bytes(8)  # not a span id
-MAX_TIME = (1 << 64) - 1  # OTLP times are unsigned 64-bit nanoseconds
+MAX_TIME = (1 << 63) - 1
+"""The latest time a span may name, in ns since the epoch (April 2262): OTLP allows unsigned 64-bit
+times, but what the stores hold (SQLite, ClickHouse's DateTime64) is signed; a span past it is
+rejected at the edge with the reason, so nothing after the decoder meets a time it cannot hold."""
 
 
 class InvalidSpan(BadInput):
@@ -172,9 +175,9 @@ def text_bytes(value: object, what: str) -> bytes:
 
 
 def time_ns(value: object, what: str) -> int:
-    """A time in nanoseconds: an integer from 0 to 2**64 - 1; :class:`InvalidSpan` otherwise."""
+    """A time in nanoseconds: an integer from 0 to ``MAX_TIME``; :class:`InvalidSpan` otherwise."""
     if type(value) is not int or not 0 <= value <= MAX_TIME:
-        raise InvalidSpan(f"{what} must be a non-negative integer below 2**64")
+        raise InvalidSpan(f"{what} must be a whole number of ns from 0 to 2**63 - 1 (1970 to 2262)")
     return value
 
 

@@ -62,7 +62,7 @@ def classify(name: str, attrs: dict[str, Any]) -> Kind:
     carry one dialect's."""
     op = attrs.get(s.OPERATION)
     if op is not None:
-        kind = _BY_OPERATION.get(op)
+        kind = _BY_OPERATION.get(op) if type(op) is str else None  # a hostile span may send any value
         if kind is not None:
             return kind
     oi = attrs.get(s.SPAN_KIND)

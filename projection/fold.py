@@ -208,7 +208,7 @@ class Projection:
         fn = function_name(name, kind, attrs)
         if kind == "agentic":
             expose = attrs.get(s.EXPOSE)
-            if expose is not None and expose in _EXPOSE:
+            if type(expose) is str and expose in _EXPOSE:
                 state |= EXPOSE_NAMES.index(expose) << EXPOSE_SHIFT
             if expose != "hidden":
                 state |= HOLDS | VISIBLE

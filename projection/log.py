@@ -52,6 +52,7 @@ Durability contract
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -95,7 +96,32 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
 class LogError(CallctxError):
-    """The log cannot be read (missing, unreadable, or corrupt in strict mode)."""
+    """The log cannot be read (missing, unreadable, or corrupt in strict mode), or written (a
+    path that is a symbolic link)."""
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_private(path: Path, flags: int = 0) -> int:
+    """Open (creating it) a file only its owner may read, never through a symbolic link: a link
+    planted at ``path`` (a shell's rc file, say) raises :class:`LogError` instead of being
+    written through. A file that exists with a wider mode, and is ours, is made 0600. Read and
+    write when it may be read, else write only; ``flags`` are added (``O_APPEND``...)."""
+    base = os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | flags
+    try:
+        try:  # readable too, to look at the last byte of the file
+            fd = os.open(path, os.O_RDWR | base, 0o600)
+        except PermissionError:
+            fd = os.open(path, os.O_WRONLY | base, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP or os.path.islink(path):
+            raise LogError(f"{path} is a symbolic link; callctx writes through none (give the file itself)") from None
+        raise
+    st = os.fstat(fd)
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 @dataclass(frozen=True)
@@ -154,11 +180,7 @@ class EventLog:
         self._flusher: threading.Thread | None = None  # started with the first buffered record
         self._stop = threading.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:  # readable too, to look at the last byte of the file
-            self._fd = os.open(self.path, os.O_RDWR | flags, 0o600)
-        except PermissionError:
-            self._fd = os.open(self.path, os.O_WRONLY | flags, 0o600)
+        self._fd = open_private(self.path, os.O_APPEND)
         # Does the file end on a line boundary? False: start the next record with a newline;
         # None: not known (after a failed write), look before writing.
         self._at_line_start: bool | None = self._ends_with_newline()
@@ -294,7 +316,7 @@ class EventLog:
             start = os.lseek(self._fd, 0, os.SEEK_CUR) - n
             if start < 0:
                 return
-            fd = os.open(self.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))  # no O_APPEND: pwrite in place
+            fd = os.open(self.path, os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))  # no O_APPEND: pwrite in place
         except OSError:
             return
         try:

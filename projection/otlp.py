@@ -39,7 +39,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from .batch import Batch, InvalidSpan, Received, hex_bytes, link_ids, received, span_ids, span_label, time_ns
+from .batch import (
+    MAX_TIME,
+    Batch,
+    InvalidSpan,
+    Received,
+    hex_bytes,
+    link_ids,
+    received,
+    span_ids,
+    span_label,
+    time_ns,
+)
 from .errors import BadInput
 from .events import DEFAULT_KIND, KINDS, SpanEvent, SpanKind, SpanLink, SpanStatus
 from .spans import SpanData
@@ -83,10 +94,17 @@ def decode_request(req: ExportTraceServiceRequest) -> Batch:
             for sp in ss.spans:
                 try:
                     trace_id, span_id, parent_id = ids_of(sp.trace_id, sp.span_id, sp.parent_span_id)
+                    start_ns, end_ns = sp.start_time_unix_nano, sp.end_time_unix_nano
+                    if start_ns > MAX_TIME or end_ns > MAX_TIME:
+                        time_ns(max(start_ns, end_ns), "start time" if start_ns > MAX_TIME else "end time")
                     kvs = sp.attributes
                     attributes = attrs_of(kvs) if kvs else {}
                     evs = sp.events
-                    events = [SpanEvent(e.name, e.time_unix_nano, attrs_of(e.attributes)) for e in evs] if evs else []
+                    events = (
+                        [SpanEvent(e.name, _event_time(e.time_unix_nano), attrs_of(e.attributes)) for e in evs]
+                        if evs
+                        else []
+                    )
                     lks = sp.links
                     links = _links(lks) if lks else []
                 except (InvalidSpan, RecursionError) as e:
@@ -95,12 +113,16 @@ def decode_request(req: ExportTraceServiceRequest) -> Batch:
                 st = sp.status
                 append(
                     received(
-                        trace_id, span_id, parent_id, sp.name, sp.start_time_unix_nano,
-                        sp.end_time_unix_nano, attributes, status_of(st.code, "unset"), st.message or None,
+                        trace_id, span_id, parent_id, sp.name, start_ns,
+                        end_ns, attributes, status_of(st.code, "unset"), st.message or None,
                         kind_of(sp.kind, DEFAULT_KIND), events, resource, scope, links,
                     )
                 )  # fmt: skip
     return Batch(out, len(errors), errors)
+
+
+def _event_time(ns: int) -> int:
+    return ns if ns <= MAX_TIME else time_ns(ns, "event time")
 
 
 def _attrs(kvs: Any, depth: int = 0) -> dict[str, Any]:

@@ -30,6 +30,7 @@ try:
 except ImportError:  # the skip below says how to get it
     webdriver = None
 
+REBOUND = "rebound.example"  # the browser resolves it to 127.0.0.1 (DNS rebinding, made up front)
 HINT = "run `make browser` (installs Debian's chromium and chromium-driver, and the test extras)"
 WINDOW = (1366, 900)
 
@@ -62,6 +63,8 @@ def browser() -> Iterator[Any]:
         "--disable-dev-shm-usage",
         "--disable-gpu",
         f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        # names that resolve to this machine, as an attacker's name rebound to 127.0.0.1 would
+        f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1",
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

@@ -19,9 +19,9 @@ from callctx.cli.research_agent import run
 from callctx.export.shaping import Shaper
 from callctx.models import ScriptedModel
 from callctx.serve import Receiver, serve_http
-from callctx.serve.http_server import serve_page
 from callctx.store.local import LocalStore
 from callctx.ui import Views
+from callctx.ui.server import serve_page
 
 from .conftest import js_errors, screenshot, wait_for
 from .logs import demo_log, many_calls

@@ -185,8 +185,12 @@ def varied_request() -> ExportTraceServiceRequest:
     ss2 = rs2.scope_spans.add()  # no scope name
     other = ss2.spans.add()
     other.trace_id, other.span_id, other.name = bytes.fromhex("ef" * 16), bytes.fromhex("21" * 8), "elsewhere"
-    other.start_time_unix_nano = 1 << 63  # past int64
-    other.end_time_unix_nano = (1 << 64) - 1
+    other.start_time_unix_nano = (1 << 63) - 1  # the last time of the window
+    other.end_time_unix_nano = (1 << 63) - 1
+    late = ss2.spans.add()  # past the window (2262): rejected, with the reason
+    late.trace_id, late.span_id, late.name = bytes.fromhex("ef" * 16), bytes.fromhex("22" * 8), "too late"
+    late.start_time_unix_nano = 1 << 63
+    late.end_time_unix_nano = (1 << 64) - 1
     rs3 = req.resource_spans.add()  # no resource, no scopes: nothing
     rs3.SetInParent()
     return req
@@ -194,7 +198,7 @@ def varied_request() -> ExportTraceServiceRequest:
 
 def test_varied_spans_give_the_same_batch_in_both_encodings():
     batch = assert_same(varied_request())
-    assert batch.rejected == 8 and len(batch.spans) == 8
+    assert batch.rejected == 9 and len(batch.spans) == 8
     assert batch.errors == [
         "span 0202020202020202: attribute value nested too deeply",  # in a valid link
         "span 1111111111111111: trace id must be 32 hex characters",
@@ -204,8 +208,9 @@ def test_varied_spans_give_the_same_batch_in_both_encodings():
         "span ?: trace id must be 32 hex characters",
         "span 1313131313131313: attribute value nested too deeply",
         "span 1414141414141414: attribute value nested too deeply",  # in an event
+        "span 2222222222222222: start time must be a whole number of ns from 0 to 2**63 - 1 (1970 to 2262)",
     ]
-    assert "nested too deeply" in batch.message and "(and 5 more)" in batch.message
+    assert "nested too deeply" in batch.message and "(and 6 more)" in batch.message
     by = {r.span_id: r for r in batch.spans}
     root = by["01" * 8]
     assert root.started.kind == KIND_SERVER and root.ended is not None and root.ended.status == "ok"
@@ -225,7 +230,7 @@ def test_varied_spans_give_the_same_batch_in_both_encodings():
     assert by["06" * 8].ended is None and [b.text for b in by["06" * 8].blobs] == ["still stored"]
     assert by["07" * 8].ended is not None  # INTERRUPTED said as a string is not the flag
     assert by["21" * 8].started.resource == {} and by["21" * 8].started.scope is None
-    assert by["21" * 8].end_ns == (1 << 64) - 1
+    assert by["21" * 8].end_ns == (1 << 63) - 1
 
 
 def sdk_request() -> ExportTraceServiceRequest:
@@ -332,13 +337,15 @@ def test_json_ids_are_exact_hex_or_base64():
 
 def test_json_times_are_non_negative_integers():
     assert [r.start_ns for r in otlp.decode_json(one_span(startTimeUnixNano=10, endTimeUnixNano=None)).spans] == [10]
-    top = str((1 << 64) - 1)
-    assert [r.end_ns for r in otlp.decode_json(one_span(endTimeUnixNano=top)).spans] == [(1 << 64) - 1]
-    for value in (-1, "-1", str(1 << 64), 1 << 64, 1.5, "1.5", "1e3", "\u0661\u0662", " 12", True, [1]):
+    top = str((1 << 63) - 1)
+    assert [r.end_ns for r in otlp.decode_json(one_span(endTimeUnixNano=top)).spans] == [(1 << 63) - 1]
+    window = "must be a whole number of ns from 0 to 2**63 - 1 (1970 to 2262)"
+    for value in (-1, "-1", str(1 << 63), str(1 << 64), 1 << 64, 10**23, 1.5, "1.5", "1e3", "\u0661\u0662", " 12",
+                  True, [1]):  # fmt: skip
         got = otlp.decode_json(one_span(startTimeUnixNano=value))
-        assert got.errors == ["span 0101010101010101: start time must be a non-negative integer below 2**64"], value
+        assert got.errors == [f"span 0101010101010101: start time {window}"], value
     got = otlp.decode_json(one_span(events=[{"name": "e", "timeUnixNano": "-5"}]))
-    assert got.errors == ["span 0101010101010101: event time must be a non-negative integer below 2**64"]
+    assert got.errors == [f"span 0101010101010101: event time {window}"]
 
 
 def test_span_kinds_read_the_same_in_both_encodings():

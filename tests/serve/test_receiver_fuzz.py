@@ -123,6 +123,99 @@ def test_fuzzed_bodies_never_crash_nor_corrupt(receiver):
     assert records
     replayed = Projection.from_log(rx.log.path, recover=False)
     served = served_trees(rx.store)
-    assert sorted(served) == sorted(replayed.sessions())
-    for key in replayed.sessions():
-        assert replayed.session_tree(key) == served[key]
+    assert served == {k: text for k in replayed.sessions() if (text := replayed.session_tree(k))}
+
+
+# ---- hostile fields of well-formed requests: ids, times, numbers, nesting, encodings ---------------
+hostile_ids = st.one_of(
+    st.binary(min_size=8, max_size=8).map(bytes.hex),
+    st.sampled_from(["aabb ccdd eeff00", "AABBCCDDEEFF0011", "00" * 8, "zz" * 8, "", "aabbcc", " " + "ab" * 8,
+                     "q83v3u/AEQ==", "ab" * 8 + "\n"]),
+)
+hostile_times = st.one_of(
+    st.integers(0, 1 << 62), st.sampled_from([0, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 10**23, -1]),
+    st.integers(0, 1 << 62).map(str), st.sampled_from(["1e9", "12.5", "-5", " 7", "\u0661"]),
+)
+hostile_numbers = st.one_of(
+    st.integers(-(1 << 63), (1 << 63) - 1).map(str), st.sampled_from([str(1 << 64), "-0", "+3", "9" * 40]),
+    st.integers(-(1 << 63), (1 << 63) - 1),
+)
+values = st.recursive(
+    st.one_of(st.text(max_size=8).map(lambda t: {"stringValue": t}), hostile_numbers.map(lambda n: {"intValue": n}),
+              st.floats(allow_nan=False, allow_infinity=False).map(lambda f: {"doubleValue": f})),
+    lambda inner: st.one_of(st.lists(inner, max_size=3).map(lambda v: {"arrayValue": {"values": v}}),
+                            st.lists(st.tuples(st.text(max_size=4), inner), max_size=3).map(
+                                lambda kv: {"kvlistValue": {"values": [{"key": k, "value": v} for k, v in kv]}})),
+    max_leaves=24,
+)  # fmt: skip
+# every key a dialect reads, with values of any type (a kind name where a kind is read, or not)
+ATTRIBUTE_KEYS = [
+    "gen_ai.operation.name", "openinference.span.kind", "langfuse.observation.type", "traceloop.span.kind",
+    "gen_ai.agent.name", "agent.name", "tool.name", "gen_ai.tool.name", "traceloop.entity.name", "input.value",
+    "input.mime_type", "output.value", "output.mime_type", "gen_ai.conversation.id", "session.id",
+    "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "llm.token_count.prompt", "gen_ai.request.model",
+    "llm.model_name", "gen_ai.provider.name", "callctx.expose", "callctx.render_range", "callctx.summary",
+    "callctx.doc", "callctx.position", "callctx.output_contract", "callctx.context", "callctx.function",
+    "callctx.call_path", "callctx.interrupted", "gen_ai.input.messages", "gen_ai.system_instructions",
+    "llm.input_messages.0.message.role", "llm.input_messages.0.message.content", "k",
+]  # fmt: skip
+KINDS = st.sampled_from(["invoke_agent", "chat", "execute_tool", "AGENT", "LLM", "TOOL", "CHAIN", "generation",
+                         "io", "hidden", "full"]).map(lambda t: {"stringValue": t})  # fmt: skip
+hostile_spans = st.lists(
+    st.fixed_dictionaries({
+        "traceId": st.sampled_from(["cd" * 16, "CD" * 16, "ef" * 16]) | hostile_ids.map(lambda i: i * 2),
+        "spanId": hostile_ids,
+        "parentSpanId": st.sampled_from(["", "01" * 8]) | hostile_ids,
+        "name": st.sampled_from(["invoke_agent a", "chat m", "x"]),
+        "startTimeUnixNano": hostile_times,
+        "endTimeUnixNano": hostile_times,
+        "attributes": st.lists(st.tuples(st.sampled_from(ATTRIBUTE_KEYS), values | KINDS), max_size=6).map(
+            lambda kv: [{"key": k, "value": v} for k, v in kv]),
+    }),
+    min_size=1, max_size=6,
+)  # fmt: skip
+
+
+def test_hostile_fields_are_kept_or_rejected_and_the_log_replays_and_restarts(tmp_path):
+    log = tmp_path / "received.jsonl"
+    rx = Receiver(log, max_body=256 * 1024)
+    srv = serve_http(rx, "127.0.0.1", 0)
+    port = srv.server_port
+    accepted = 0
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(spans=hostile_spans, encoding=st.sampled_from(["identity", "gzip"]))
+    def one(spans, encoding):
+        nonlocal accepted
+        body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        headers = {"Content-Type": "application/json"}
+        if encoding == "gzip":
+            headers["Content-Encoding"] = "gzip"
+        conn.request("POST", "/v1/traces", body=_encode(body, encoding), headers=headers)
+        resp = conn.getresponse()
+        answer = resp.read()
+        conn.close()
+        assert resp.status in (200, 400), (resp.status, answer[:300])  # an answer always comes
+        if resp.status == 200:
+            rejected = int(json.loads(answer).get("partialSuccess", {}).get("rejectedSpans", 0))
+            accepted += len(spans) - rejected
+
+    try:
+        one()
+        assert rx.stats.spans == accepted  # what was acknowledged is what was appended
+        records = list(read_log(log, strict=True))
+        assert sum(type(r).__name__ == "SpanStarted" for r in records) == accepted  # nothing lost
+        served = served_trees(rx.store)
+    finally:
+        srv.shutdown()
+        rx.close()
+    replayed = Projection.from_log(log, recover=False)
+    assert served == {k: text for k in replayed.sessions() if (text := replayed.session_tree(k))}
+    for suffix in ("", "-wal", "-shm"):  # started again with no index: made from the log, the same answers
+        (tmp_path / f"received.jsonl.index.sqlite{suffix}").unlink(missing_ok=True)
+    again = Receiver(log, index_every=None)
+    try:
+        assert served_trees(again.store) == served and again.store.state().spans >= 0
+    finally:
+        again.close()

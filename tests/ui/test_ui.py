@@ -25,9 +25,9 @@ from callctx.projection.errors import NotFound
 from callctx.projection.events import encode
 from callctx.projection.spans import SpanData, records
 from callctx.serve import Receiver, serve_http
-from callctx.serve.http_server import serve_page
 from callctx.store.local import LocalStore
 from callctx.ui import Views
+from callctx.ui.server import serve_page
 from callctx.ui.views import first_difference
 
 

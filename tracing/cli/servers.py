@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from callctx.projection.errors import CallctxError
+
 from .common import EXIT_OK, CliError, check_event_log
 
 
@@ -22,12 +24,27 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     if not args.read_timeout > 0:
         raise CliError("--read-timeout must be a positive number of seconds")
-    rx = Receiver(args.log, max_body=args.max_body, token=token, max_trees=args.max_traces)
-    http = serve_http(rx, args.host, args.port, read_timeout=args.read_timeout, max_connections=args.max_connections)
+    try:
+        rx = Receiver(
+            args.log, max_body=args.max_body, token=token, max_trees=args.max_traces, allow_hosts=args.allow_host
+        )
+    except (CallctxError, OSError) as e:
+        raise CliError(f"cannot use the event log {args.log}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        limits = {"read_timeout": args.read_timeout, "max_connections": args.max_connections}
+        http = serve_http(rx, args.host, args.port, **limits)
+    except OSError as e:
+        rx.close()
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     out.write(f"callctx serve: OTLP/HTTP and the read API on http://{args.host}:{http.server_port}\n")
     grpc_server = None
     if args.grpc_port >= 0:
-        grpc_server = serve_grpc(rx, args.host, args.grpc_port, max_concurrent_rpcs=args.max_connections)
+        try:
+            grpc_server = serve_grpc(rx, args.host, args.grpc_port, max_concurrent_rpcs=args.max_connections)
+        except (OSError, RuntimeError) as e:
+            http.shutdown()
+            rx.close()
+            raise CliError(f"cannot listen for OTLP/gRPC on {args.host}:{args.grpc_port}: {e}") from None
         out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
     out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
     out.flush()
@@ -44,14 +61,16 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import os
     import signal
     import threading
     import webbrowser
 
     from callctx.export.shaping import Shaper
-    from callctx.serve.http_server import serve_page
+    from callctx.serve.http_server import Access
     from callctx.store.local import LocalStore
     from callctx.ui import Views
+    from callctx.ui.server import serve_page
 
     path = Path(args.log)
     if path.is_dir():
@@ -63,16 +82,19 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = LocalStore(path)
     store.refresh()
     shape = None if args.raw else Shaper().redact
+    token = args.token or os.environ.get("CALLCTX_TOKEN") or None
+    access = Access.of(token, args.allow_host, served=args.host)
     try:
-        server = serve_page(Views(store), args.host, args.port, shape=shape)
+        server = serve_page(Views(store), args.host, args.port, shape=shape, access=access)
     except OSError as e:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{server.server_port}/ui/"
     waiting = "" if path.exists() else " (waiting for the log to appear)"
-    out.write(f"callctx ui: {url}  ({path}{waiting}; Ctrl-C stops)\n")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        err.write(f"warning: the page is open to anyone who can reach {args.host}; it has no token\n")
+    opened = f"{url}?token=…" if token else url
+    out.write(f"callctx ui: {opened}  ({path}{waiting}; Ctrl-C stops)\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not token:
+        err.write(f"warning: the page is open to anyone who can reach {args.host}; give it a --token\n")
     out.flush()
     if args.open:
         webbrowser.open(url)
@@ -103,6 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-traces", type=int, default=1000, metavar="N",
                    help="call trees kept folded in memory for reads; the least recently read leave first "
                         "(every tree is folded again from the log when asked for) (default 1000)")  # fmt: skip
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name to answer besides this machine's (loopback names and addresses); "
+                        "repeat for more (every other name is refused: DNS rebinding)")  # fmt: skip
     p.set_defaults(run=cmd_serve)
     p = sub.add_parser("ui", help="the debugger page for an event log (live while the log grows)")
     p.add_argument("log")
@@ -110,4 +135,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=4320, help="port (default 4320; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in a browser")
     p.add_argument("--raw", action="store_true", help="show texts as recorded (default: secrets redacted)")
+    p.add_argument("--token", help="require this token: open the page once as /ui?token=TOKEN (default: "
+                   "$CALLCTX_TOKEN)")  # fmt: skip
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name to answer besides this machine's; repeat for more")
     p.set_defaults(run=cmd_ui)

@@ -14,7 +14,7 @@ from .common import EXIT_OK, CliError, check_event_log
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from callctx.export.otlpfile import write_private
+    from callctx.export.otlpfile import LinkRefused, write_private
     from callctx.export.shaping import Shaper
     from callctx.projection import jaeger, otlp, spans
 
@@ -29,7 +29,10 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     doc = otlp.encode_json(data, args.service) if args.format == "otlp" else jaeger.encode(data, args.service)
     text = json.dumps(doc, ensure_ascii=False)
     if args.output:
-        write_private(Path(args.output), text + "\n")
+        try:
+            write_private(Path(args.output), text + "\n", force=args.force)
+        except LinkRefused as e:
+            raise CliError(str(e)) from None
         err.write(f"{len(data)} spans written to {args.output}{' (raw, unshaped)' if args.raw else ''}\n")
     else:
         out.write(text + "\n")
@@ -83,6 +86,7 @@ def _read_store(args: argparse.Namespace) -> tuple[Batch, str]:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from callctx.export.otlpfile import LinkRefused, refuse_link
     from callctx.projection import EventLog
     from callctx.projection.events import encode
 
@@ -99,14 +103,18 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         decoded, default = _read_file(args)
     found = decoded.spans
     target = Path(args.out or default)
-    log = EventLog(target)
+    try:
+        refuse_link(target, force=args.force)
+        log = EventLog(target)
+    except (LinkRefused, LogError) as e:
+        raise CliError(str(e)) from None
     try:
         for rec in records(Batch(sorted(found, key=lambda r: (r.start_ns, r.span_id)))):
             log.write(encode(rec))
     finally:
         log.close()
-    for e in decoded.errors[:5]:
-        err.write(f"warning: {e}\n")
+    for problem in decoded.errors[:5]:
+        err.write(f"warning: {problem}\n")
     p = Projection.from_log(target)
     out.write(f"{len(found)} spans imported ({decoded.rejected} rejected) into {target}; {len(p.sessions())} trees\n")
     if args.print:
@@ -122,6 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=["otlp", "jaeger"], default="otlp")
     p.add_argument("--service", default="callctx", help="service name for spans that carry none")
     p.add_argument("-o", "--out", "--output", dest="output", help="file to write, mode 0600 (default: standard output)")
+    p.add_argument("--force", action="store_true", help="replace a symbolic link at the output (never written through)")
     p.add_argument("--raw", action="store_true", help="everything as recorded: no redaction, no cuts (default: shaped)")
     p.set_defaults(run=cmd_export)
     p = sub.add_parser(
@@ -139,5 +148,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--service", help="Jaeger: the service to search in the time range")
     p.add_argument("--token", help="bearer token for the store")
     p.add_argument("-o", "--out", "--log", dest="out", help="event log to write (default: FILE.events.jsonl)")
+    p.add_argument("--force", action="store_true", help="replace a symbolic link at the output (never written through)")
     p.add_argument("--print", action="store_true", help="print the call trees")
     p.set_defaults(run=cmd_import)

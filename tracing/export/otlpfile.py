@@ -14,13 +14,29 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from callctx.projection.errors import CallctxError
 from callctx.projection.otlpjson import ids_to_hex
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by its owner only (mode 0600, also when it existed)."""
+class LinkRefused(CallctxError, FileExistsError):
+    """A file to write is a symbolic link, and replacing it was not asked for."""
+
+
+def refuse_link(path: Path, *, force: bool = False) -> None:
+    """Before writing ``path``: a symbolic link there is refused (:class:`LinkRefused`), or with
+    ``force`` removed (the file written replaces it); a link is never written through."""
+    if path.is_symlink():
+        if not force:
+            raise LinkRefused(f"{path} is a symbolic link; not writing through it (--force replaces the link)")
+        path.unlink()
+
+
+def write_private(path: Path, text: str, *, force: bool = False) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (mode 0600, also when it existed);
+    a symbolic link at ``path`` is refused, or replaced with ``force`` (:func:`refuse_link`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    refuse_link(path, force=force)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         os.fchmod(f.fileno(), 0o600)
         f.write(text)

@@ -1,4 +1,13 @@
-"""OTLP/HTTP (``POST /v1/traces``, protobuf or JSON) and the read API over HTTP.
+"""The HTTP servers' plumbing, shared by ``callctx serve`` (:mod:`callctx.serve.handler`) and
+``callctx ui`` (:mod:`callctx.ui.server`): a bounded pool of worker threads, per-request time
+limits, and the access rules every answer passes through.
+
+Access: every request's ``Host`` must name this machine (a loopback name, ``*.localhost``, an
+IP address, or a name given with ``--allow-host``), or it is answered 403: a page on another
+site whose name was rebound to 127.0.0.1 (DNS rebinding) reaches nothing, ingest included.
+With a token, the API needs ``Authorization: Bearer TOKEN`` (compared in constant time) and
+the page a cookie set by opening ``/ui?token=TOKEN`` once. Every answer, errors and redirects
+included, carries the security headers (:data:`SECURITY_HEADERS`).
 
 Threading: connections are served by a bounded pool of worker threads (at most
 ``max_connections``; a worker idle for a while exits). A connection over the cap is answered
@@ -16,7 +25,9 @@ trickles bytes is closed too. Each response write gets ``read_timeout`` seconds.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import io
+import ipaddress
 import json
 import logging
 import queue
@@ -25,27 +36,94 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlparse
-
-from google.protobuf.json_format import MessageToDict
-from google.rpc import status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTracePartialSuccess,
-    ExportTraceServiceResponse,
-)
-
-from callctx.ui import routes as ui_routes
-from callctx.ui.views import Views
-
-from . import read_api
-from .body import BodyError, read_body
-from .ingest import JSON, PROTOBUF, Receiver
+from urllib.parse import unquote, urlencode
 
 log = logging.getLogger(__name__)
+
+JSON = "application/json"
+# Every answer: nothing but this origin's own files, never framed, sniffed, cached or referred.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may reach a server: the ``Host`` names it answers for, and the bearer token (None:
+    anyone who reaches the port). Immutable; any thread."""
+
+    token: str | None = None
+    hosts: frozenset[str] = field(default_factory=frozenset)  # names allowed besides this machine's
+
+    @classmethod
+    def of(cls, token: str | None, allow_hosts: Iterable[str] = (), served: str | None = None) -> Access:
+        """The policy of a server bound to ``served`` (its own name passes too)."""
+        names = {h.strip().lower().rstrip(".") for h in allow_hosts if h.strip()}
+        if served and served not in ("0.0.0.0", "::", ""):
+            names.add(served.strip("[]").lower())
+        return cls(token or None, frozenset(names))
+
+    def serving(self, host: str) -> Access:
+        """This policy for a server bound to ``host`` (its own name passes too)."""
+        return Access.of(self.token, self.hosts, served=host)
+
+    def host_allowed(self, header: str | None) -> bool:
+        """Does a ``Host`` header name this machine or an allowed name? A request without one
+        (HTTP/1.0) passes: browsers always send it."""
+        if header is None:
+            return True
+        name = host_name(header)
+        if not name:
+            return False
+        if name in LOOPBACK_NAMES or name.endswith(".localhost") or name in self.hosts:
+            return True
+        try:
+            ipaddress.ip_address(name)  # an address: the origin is the address itself, not a name rebound to it
+        except ValueError:
+            return False
+        return True
+
+    def authorized(self, header: str | None) -> bool:
+        """Does an ``Authorization`` header carry the token (always, when none is set)?"""
+        if self.token is None:
+            return True
+        if header is None:
+            return False
+        return hmac.compare_digest(header.encode(), f"Bearer {self.token}".encode())
+
+    def holds(self, token: str | None) -> bool:
+        """Is ``token`` (from a cookie or a query) this server's token? Never without one."""
+        if self.token is None:
+            return True
+        return token is not None and hmac.compare_digest(token.encode(), self.token.encode())
+
+
+def host_name(header: str) -> str:
+    """The name (or address) of a ``Host`` header, without its port, lower case."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        end = h.find("]")
+        return h[1:end] if end > 0 else ""
+    if h.count(":") == 1:
+        h = h.split(":", 1)[0]
+    return h.rstrip(".")
+
+
+def path_parts(path: str) -> list[str]:
+    """A URL path's segments, each percent-decoded (``/ui/traces/user%2042`` -> ``["ui",
+    "traces", "user 42"]``)."""
+    return [unquote(p) for p in path.split("/") if p]
 
 DEFAULT_READ_TIMEOUT = 10.0  # seconds for a whole request to arrive (and for each response write)
 DEFAULT_MAX_CONNECTIONS = 256
@@ -74,7 +152,7 @@ class _DeadlineReader(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class Handler(BaseHTTPRequestHandler):
     """The connection plumbing every handler here shares: the request deadline, the response
     write limit, debug-level access logging, and the answer helpers."""
 
@@ -90,9 +168,29 @@ class _Handler(BaseHTTPRequestHandler):
         plain, self.rfile = self.rfile, io.BufferedReader(_DeadlineReader(self.connection, self))
         plain.close()
 
+    access: Access = Access()
+
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + self.read_timeout  # waiting for a request counts too
         super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """Parse the request line and headers; then refuse a ``Host`` this server does not
+        answer for (before any route runs, ingest included)."""
+        if not super().parse_request():
+            return False
+        host = self.headers.get("Host")
+        if not self.access.host_allowed(host):
+            self.close_connection = True
+            name = host_name(host or "")[:80]
+            self._json(403, {"error": f"Host {name!r} is not served here; to serve it, start with --allow-host {name}"})
+            return False
+        return True
+
+    def end_headers(self) -> None:
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        super().end_headers()
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self.deadline = None  # the request is in: the response's writes get their own limit
@@ -114,10 +212,26 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: Any) -> None:
         self._send(status, json.dumps(obj, ensure_ascii=False).encode(), JSON)
 
-    def _page(self, views: Views, parts: list[str], query: dict[str, str], shape: Any) -> None:
-        """Answer a GET of the debugger page (``/ui...``)."""
-        resp = ui_routes.respond(views, parts, query, shape)
-        self._send(resp.status, resp.body, resp.content_type, ui_routes.HEADERS)
+    def _page_allowed(self, path: str, query: dict[str, str]) -> bool:
+        """May this request see the page? With a token: a browser opens ``/ui?token=T`` once
+        and keeps the token in an HttpOnly cookie scoped to ``/ui`` (redirected to the URL
+        without it); later requests carry the cookie, or the bearer header. Answers the
+        redirect or the 401 itself, and says False, when the request goes no further."""
+        access = self.access
+        token = query.pop("token", None)
+        if token is not None and access.token is not None and access.holds(token):
+            rest = urlencode(query)
+            cookie = f"{_COOKIE}={token}; Path=/ui; HttpOnly; SameSite=Strict"
+            self._redirect(path + (f"?{rest}" if rest else ""), cookie)
+            return False
+        jar: SimpleCookie = SimpleCookie()
+        with contextlib.suppress(CookieError):
+            jar.load(self.headers.get("Cookie", ""))
+        held = jar[_COOKIE].value if _COOKIE in jar else None
+        if not (access.authorized(self.headers.get("Authorization")) or (held is not None and access.holds(held))):
+            self._json(401, {"error": "missing or wrong token: open /ui?token=<token> once"})
+            return False
+        return True
 
     def _redirect(self, location: str, cookie: str | None = None) -> None:
         self.send_response(303)
@@ -126,123 +240,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Set-Cookie", cookie)
         self.send_header("Content-Length", "0")
         self.end_headers()
-
-
-def make_handler(rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT) -> type[BaseHTTPRequestHandler]:
-    """The handler of ``callctx serve``'s HTTP port: OTLP in (``POST /v1/traces``), the read API
-    (``/api/...``), the debugger page (``/ui...``) and ``/health``."""
-    page_lock = threading.Lock()
-    page: list[Views] = []  # the page's views over the receiver's store, made on first visit
-
-    def views() -> Views:
-        with page_lock:
-            if not page:
-                page.append(Views(rx.store))
-            return page[0]
-
-    wait = read_timeout
-
-    class Handler(_Handler):
-        timeout = read_timeout = wait
-
-        def _authorized(self) -> bool:
-            if rx.authorized(self.headers.get("Authorization")):
-                return True
-            self._json(401, {"error": "missing or wrong bearer token"})
-            return False
-
-        def _status(self, status: int, message: str, content_type: str) -> None:
-            """An error as a google.rpc.Status, in the request's encoding (OTLP/HTTP)."""
-            code = {400: 3, 401: 16, 411: 3, 413: 8, 415: 3, 503: 14}.get(status, 2)
-            st = status_pb2.Status(code=code, message=message)
-            if content_type.startswith(PROTOBUF):
-                self._send(status, st.SerializeToString(), PROTOBUF)
-            else:
-                self._json(status, MessageToDict(st))
-
-        # -- OTLP --
-        def do_POST(self) -> None:
-            path = urlparse(self.path).path
-            ctype = self.headers.get("Content-Type", "")
-            if path != "/v1/traces":
-                self.close_connection = True
-                self._json(404, {"error": f"no route {path}; spans go to /v1/traces"})
-                return
-            if not self._authorized():
-                self.close_connection = True
-                return
-            try:
-                body = read_body(self.rfile, self.headers, rx.max_body)
-                decoded = rx.decode(body, ctype)
-            except BodyError as e:
-                self.close_connection = True  # the rest of an oversized body is not read
-                rx.stats.add(malformed=1)
-                self._status(e.status, str(e), ctype)
-                return
-            except (ValueError, RecursionError, MemoryError) as e:
-                rx.stats.add(malformed=1)
-                self._status(400, str(e) or type(e).__name__, ctype)
-                return
-            try:
-                rx.ingest(decoded)
-            except OSError as e:
-                self._status(503, f"cannot write the event log: {e}", ctype)
-                return
-            resp = ExportTraceServiceResponse()
-            if decoded.rejected:
-                resp.partial_success.CopyFrom(
-                    ExportTracePartialSuccess(rejected_spans=decoded.rejected, error_message=decoded.message)
-                )
-            if ctype.startswith(JSON):
-                self._json(200, MessageToDict(resp))
-            else:
-                self._send(200, resp.SerializeToString(), PROTOBUF)
-
-        # -- reading --
-        def do_GET(self) -> None:
-            url = urlparse(self.path)
-            parts = [p for p in url.path.split("/") if p]
-            if parts == ["health"]:
-                # liveness for anyone; the counters only for who may read the API
-                detail = rx.authorized(self.headers.get("Authorization"))
-                health = rx.health(detail=detail)
-                if detail:
-                    health["open_connections"] = getattr(self.server, "open_connections", None)
-                self._json(200, health)
-                return
-            if parts[:1] == ["ui"]:
-                self._ui(url.path, parts, parse_qs(url.query))
-                return
-            if not self._authorized():
-                return
-            if parts[:1] != ["api"]:
-                self._json(404, {"error": f"no route {url.path}"})
-                return
-            q = {k: v[-1] for k, v in parse_qs(url.query).items()}
-            raw = q.get("raw") in ("1", "true") and rx.token is not None
-            resp = read_api.answer(rx.store, parts, q, None if raw else rx.shaper.redact)
-            self._send(resp.status, resp.body, resp.content_type)
-
-        def _ui(self, path: str, parts: list[str], query: dict[str, list[str]]) -> None:
-            """The debugger page, behind the token when one is set: a browser opens
-            ``/ui?token=T`` once and keeps the token in a cookie scoped to ``/ui``."""
-            q = {k: v[-1] for k, v in query.items()}
-            token = q.pop("token", None)
-            if token is not None and rx.token is not None and rx.authorized(f"Bearer {token}"):
-                rest = urlencode(q)
-                cookie = f"{_COOKIE}={token}; Path=/ui; HttpOnly; SameSite=Strict"
-                self._redirect(path + (f"?{rest}" if rest else ""), cookie)
-                return
-            jar = SimpleCookie()
-            with contextlib.suppress(CookieError):
-                jar.load(self.headers.get("Cookie", ""))
-            held = jar[_COOKIE].value if _COOKIE in jar else None
-            if not (rx.authorized(self.headers.get("Authorization")) or rx.authorized(f"Bearer {held}")):
-                self._json(401, {"error": "missing or wrong token: open /ui?token=<token> once"})
-                return
-            self._page(views(), parts, q, rx.shaper.redact)
-
-    return Handler
 
 
 _BUSY_BODY = b'{"error": "too many connections; retry later"}'
@@ -453,19 +450,7 @@ class _Server(ThreadingHTTPServer):
         self._rejecter.close()
 
 
-def serve_http(
-    rx: Receiver,
-    host: str = "127.0.0.1",
-    port: int = 4318,
-    *,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-) -> ThreadingHTTPServer:
-    """Start the OTLP/HTTP server and read API in a background thread."""
-    return _start(make_handler(rx, read_timeout), host, port, read_timeout, max_connections, "callctx-http-accept")
-
-
-def _start(
+def start(
     handler: type[BaseHTTPRequestHandler], host: str, port: int, read_timeout: float, max_connections: int, name: str
 ) -> ThreadingHTTPServer:
     if read_timeout <= 0:
@@ -473,44 +458,3 @@ def _start(
     server = _Server((host, port), handler, max_connections=max_connections)
     threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
     return server
-
-
-def make_page_handler(
-    views: Views, shape: Any, read_timeout: float = DEFAULT_READ_TIMEOUT
-) -> type[BaseHTTPRequestHandler]:
-    """A handler that serves only the debugger page (``callctx ui LOG``)."""
-
-    wait = read_timeout
-
-    class PageHandler(_Handler):
-        timeout = read_timeout = wait
-
-        def do_GET(self) -> None:
-            url = urlparse(self.path)
-            parts = [p for p in url.path.split("/") if p]
-            if not parts:
-                self._redirect("/ui/")
-                return
-            if parts[0] != "ui":
-                self._json(404, {"error": f"no route {url.path}; the page is at /ui/"})
-                return
-            self._page(views, parts, {k: v[-1] for k, v in parse_qs(url.query).items()}, shape)
-
-    return PageHandler
-
-
-def serve_page(
-    views: Views,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    *,
-    shape: Any = None,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-) -> ThreadingHTTPServer:
-    """Serve the debugger page over ``views`` in a background thread; ``shape`` redacts what
-    the page's API answers (None: sent as the log holds it)."""
-    handler = make_page_handler(views, shape, read_timeout)
-    return _start(handler, host, port, read_timeout, max_connections, "callctx-ui-accept")
-
-

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hmac
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -45,6 +44,7 @@ from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
 
 from ..export.shaping import Shaper
 from .body import BodyError
+from .http_server import Access
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,7 @@ class Receiver:
         *,
         max_body: int = DEFAULT_MAX_BODY,
         token: str | None = None,
+        allow_hosts: Iterable[str] = (),
         fsync: FsyncPolicy = "never",
         shaper: Shaper | None = None,
         max_trees: int = DEFAULT_MAX_TREES,
@@ -101,7 +102,7 @@ class Receiver:
         self.log = EventLog(log_path, fsync=fsync)
         self.store = LocalStore(log_path, index=index_path(log_path), max_trees=max_trees)
         self.max_body = max_body
-        self.token = token
+        self.access = Access.of(token, allow_hosts)
         self.stats = Stats()
         self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
         self._stop = threading.Event()
@@ -165,12 +166,13 @@ class Receiver:
                 log.exception("callctx serve: indexing the log failed")
 
     # ---- access -----------------------------------------------------------------------------
+    @property
+    def token(self) -> str | None:
+        return self.access.token
+
     def authorized(self, header: str | None) -> bool:
         """Does an ``Authorization`` header carry the token (always, when none is set)?"""
-        if self.token is None:
-            return True
-        expected = f"Bearer {self.token}"
-        return header is not None and hmac.compare_digest(header.encode(), expected.encode())
+        return self.access.authorized(header)
 
     def health(self, *, detail: bool = True) -> dict[str, Any]:
         """Liveness, and with ``detail`` the counters."""

@@ -39,7 +39,7 @@ from callctx.projection.dialects import classify, conversation, function_name
 from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.log_reader import Located
 
-from .model import Filter, Spend
+from .model import Filter, Spend, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,18 @@ _I64 = (1 << 63) - 1
 _IN = 256  # ids per lookup: shorter lists are padded with NULL, so one prepared statement serves all
 _IN_LIST = ",".join("?" * _IN)
 _TREE = "tree"
+
+
+MAX_TOKENS = 1 << 48
+"""The largest token count a call's usage is indexed with (a span may claim any number; the log
+keeps what it claimed): sums of any number of calls then stay within what SQLite holds."""
+
+
+def _tokens(value: int | None) -> int | None:
+    """A token count as the index keeps it: within 0 to ``MAX_TOKENS``."""
+    if value is None:
+        return None
+    return 0 if value < 0 else min(value, MAX_TOKENS)
 
 
 def _i64(value: int | None) -> int | None:
@@ -125,6 +137,10 @@ class Index:
     def __init__(self, path: str | os.PathLike[str] | None, *, read_back: Callable[[int, int], Record | None]) -> None:
         self.path = None if path is None else os.fspath(path)
         self._read_back = read_back
+        if path is not None:
+            _private(os.fspath(path))  # created 0600 here, never through a link...
+            for suffix in ("-wal", "-shm"):  # ...nor SQLite's files beside it (they take its mode)
+                _private(os.fspath(path) + suffix, create=False)
         self._db = sqlite3.connect(":memory:" if path is None else os.fspath(path), check_same_thread=False)
         db = self._db
         if db.execute("PRAGMA user_version").fetchone()[0] != VERSION:  # new, or of an older schema
@@ -133,6 +149,10 @@ class Index:
         db.executescript(_SCHEMA)
         db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
         db.execute("PRAGMA synchronous=OFF")  # the log is the source of truth; the index is made again from it
+        if path is not None:
+            db.execute("PRAGMA user_version").fetchone()  # opens the WAL and its shared memory
+            for suffix in ("-wal", "-shm"):
+                _private(os.fspath(path) + suffix, create=False)
         self.lock = threading.RLock()
         self.refused = 0  # records the index could not take
 
@@ -326,8 +346,8 @@ class Index:
         marks = ",".join("?" * len(keys))
         with self.lock:
             rows = self._db.execute(
-                "SELECT t.tree AS key, c.provider, c.model, count(*), sum(c.input), "
-                "sum(c.output), sum(c.cache_read), sum(c.cache_write) FROM calls c JOIN traces t USING (trace_id) "
+                f"SELECT t.tree AS key, c.provider, c.model, count(*), {_total('c.input')}, {_total('c.output')}, "
+                f"{_total('c.cache_read')}, {_total('c.cache_write')} FROM calls c JOIN traces t USING (trace_id) "
                 f"WHERE t.tree IN ({marks}) GROUP BY key, c.provider, c.model "
                 "ORDER BY key, c.provider, c.model",
                 list(keys),
@@ -475,6 +495,12 @@ _SPAN_COLUMNS = (
 )
 
 
+def _total(column: str) -> str:
+    """SQL for the sum of a column that never overflows (``total`` sums in floating point) and is
+    NULL when no row has a value, as ``sum`` is."""
+    return f"CASE WHEN count({column}) THEN CAST(total({column}) AS INTEGER) END"
+
+
 def _where(*clauses: tuple[str, Any]) -> tuple[str, list[Any]]:
     """A WHERE clause of the conditions whose value is given (a ``?`` in the condition takes
     the value; a condition without one is kept as it is when its value is not None)."""
@@ -593,7 +619,7 @@ class _Block:
         u = call.usage
         return (call.span_id, call.trace_id, call.parent_id, call.start_ns, call.end_ns, call.status, call.error,
                 service, session, call.model, call.provider, call.function, json.dumps(call.path), call.manifest,
-                _i64(u.input), _i64(u.output), _i64(u.cache_read), _i64(u.cache_write))  # fmt: skip
+                _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write))  # fmt: skip
 
     def _up(self, parent_id: str | None) -> _Known | None:
         if parent_id is None:
@@ -657,7 +683,7 @@ class _Block:
             if now.kind == "llm" and placed is None:  # a call started earlier: its end fills the row in
                 u = Usage.of(end.attributes)
                 call_ends.append((end_ns, "error" if end.status == "error" else "ok", end.error,
-                                  _i64(u.input), _i64(u.output), _i64(u.cache_read), _i64(u.cache_write),
+                                  _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write),
                                   _end_model(end.attributes), sid))  # fmt: skip
         return end_rows, call_ends
 
@@ -744,6 +770,25 @@ _UPSERT_TRACE = (
     "spans = spans + excluded.spans, ended = ended + excluded.ended, errors = errors + excluded.errors, "
     "services = excluded.services"
 )
+
+
+def _private(path: str, *, create: bool = True) -> None:
+    """Make sure ``path`` is a regular file only its owner may read (creating it, empty, when
+    ``create``); a symbolic link there is refused (:class:`StoreUnavailable`), never followed."""
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if create else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        if os.path.islink(path):
+            raise StoreUnavailable(f"{path} is a symbolic link; the index is never opened through one") from None
+        raise StoreUnavailable(f"cannot open the index {path}: {e.strerror}") from None
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def remove(path: str) -> None:

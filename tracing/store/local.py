@@ -35,7 +35,7 @@ from callctx.projection.errors import NotFound
 from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.fold import Projection
 from callctx.projection.log import Damage, LogError
-from callctx.projection.log_reader import LogTail, merge_ranges, read_ranges
+from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_ranges
 
 from .contexts import text_hashes
 from .index import Index, run_status
@@ -107,14 +107,29 @@ class LocalStore:
                 first = False
                 try:
                     self.index.add(block, offset=tail.offset, line=tail.line, identity=tail.identity)
-                except Exception as e:  # noqa: BLE001 - the log has the records; the index must go on
-                    self.index.refused += len(block)
-                    log.error("callctx: %d records could not be indexed: %s", len(block), e)
+                except Exception:  # noqa: BLE001 - the log has the records; the index must go on
+                    self._add_one_by_one(block)
             if first and tail.replaced:
                 self._replaced += 1
                 self.index.reset()
                 self._forget_folds()
             return self._cursor()
+
+    def _add_one_by_one(self, block: Sequence[Located]) -> None:
+        """A block the index refused: each record again on its own, so that only the ones it
+        cannot take are left out (counted, and said once per refresh)."""
+        tail = self._tail
+        refused: list[str] = []
+        for item in block:
+            try:
+                self.index.add([item], offset=item.offset + item.length, line=tail.line, identity=tail.identity)
+            except Exception as e:  # noqa: BLE001
+                self.index.refused += 1
+                refused.append(f"{type(e).__name__}: {e}")
+        self.index.add([], offset=tail.offset, line=tail.line, identity=tail.identity)
+        if refused:
+            log.error("callctx: %d records of %s could not be indexed (the log keeps them): %s",
+                      len(refused), self.path, refused[0])  # fmt: skip
 
     def _cursor(self) -> int:
         return (self._replaced << 48) + self._tail.offset

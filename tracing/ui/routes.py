@@ -27,16 +27,6 @@ _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=ut
           ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}  # fmt: skip
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 JSON = "application/json"
-# The page loads only its own files and talks only to its own origin.
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
-
 class Response(NamedTuple):
     status: int
     content_type: str

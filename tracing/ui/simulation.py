@@ -21,8 +21,9 @@ from callctx.components.context import Context
 from callctx.components.wire.exchange import Exchange
 from callctx.projection.calls import ModelCall
 
-Restore = Callable[[Sequence[ModelCall]], list[tuple[Context, list[Exchange]]]]
-"""Restores the contexts and tool loops of several calls (read from the store in one go)."""
+Restore = Callable[[Sequence[ModelCall]], list[tuple[Context, list[Exchange]] | None]]
+"""Restores the contexts and tool loops of several calls (read from the store in one go); None
+for a call that cannot be rebuilt (its texts missing or altered): the simulation skips it."""
 
 CHUNK = 256  # calls restored at a time
 
@@ -44,11 +45,12 @@ class LogSimulation:
         self._rules = rules
         self._tokenize = tokenize
         self.spans: list[str] = []  # span ids simulated, in order
-        self.results: list[cache.CallResult] = []
+        self.results: list[cache.CallResult | None] = []  # None: a call that could not be rebuilt
         self._t0: int | None = None
 
-    def upto(self, calls: Sequence[ModelCall], last: int, restore: Restore) -> list[cache.CallResult]:
-        """Results for ``calls[: last + 1]`` (own calls, in call order)."""
+    def upto(self, calls: Sequence[ModelCall], last: int, restore: Restore) -> list[cache.CallResult | None]:
+        """Results for ``calls[: last + 1]`` (own calls, in call order); None for a call that
+        could not be rebuilt, which the cache never saw."""
         k = min(len(self.spans), last + 1)
         if [c.span_id for c in calls[:k]] != self.spans[:k]:  # the order changed: from the start again
             self.sim = cache.Simulator(self.provider, self.model, self._rules)
@@ -57,7 +59,12 @@ class LogSimulation:
         todo = list(calls[k : last + 1])
         for at in range(0, len(todo), CHUNK):
             chunk = todo[at : at + CHUNK]
-            for c, (context, exchanges) in zip(chunk, restore(chunk), strict=True):
+            for c, restored in zip(chunk, restore(chunk), strict=True):
+                self.spans.append(c.span_id)
+                if restored is None:
+                    self.results.append(None)
+                    continue
+                context, exchanges = restored
                 if self._t0 is None:
                     self._t0 = c.start_ns
                 req = cache.request_of(
@@ -65,7 +72,6 @@ class LogSimulation:
                     tokenize=self._tokenize,
                 )  # fmt: skip
                 self.results.append(self.sim.step_one(req))
-                self.spans.append(c.span_id)
         return self.results[: last + 1]
 
 

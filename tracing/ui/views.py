@@ -55,7 +55,7 @@ class Views:
         self._rules = dict(self.prices.rules)
         self._tokenizer: cache.Tokenizer | None = None  # loaded with the first call shown, not for the lists
         self._sims: dict[str, LogSimulation] = {}
-        self._restored: OrderedDict[str, tuple[Context, list[Exchange]]] = OrderedDict()
+        self._restored: OrderedDict[str, tuple[Context, list[Exchange]] | None] = OrderedDict()
         self._lock = threading.RLock()
         self._listed: dict[tuple[Filter, str | None], tuple[int, list[ModelCall]]] = {}
 
@@ -129,8 +129,8 @@ class Views:
         row = {**self._row(c), "path": self.store.ancestors(c.span_id)}
         try:
             found = context_of(self.store.recorded(c))
-        except Unrebuildable as e:
-            raise NotFound(str(e)) from None
+        except Unrebuildable as e:  # shown as such; it hides no other call
+            return {**row, "verified": False, "rebuilt": False, "reason": str(e)}
         if isinstance(found, Foreign):
             rec = found.messages
             said = [{"role": m.role, "content": m.text} for m in rec.messages]
@@ -147,6 +147,7 @@ class Views:
             own = self._own_calls(c)
             at = next(i for i, x in enumerate(own) if x.span_id == c.span_id)
             result = sim.upto(own, at, self._restore)[at]
+            assert result is not None  # this call was just rebuilt
             tokenize = self._tokenize()
             ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
             split = shares([sg.tokens for sg in context.segments] + ex_tokens, result)
@@ -161,6 +162,7 @@ class Views:
                 pos += sg.tokens
             return {
                 **row,
+                "rebuilt": True,
                 "verified": found.verified,
                 "wire": found.manifest.wire,
                 "request_sha256": found.manifest.request,
@@ -211,6 +213,8 @@ class Views:
                 results = sim.upto(own, where[mine[-1].span_id], self._restore)
                 for c in mine:
                     r = results[where[c.span_id]]
+                    if r is None:  # could not be rebuilt: no bar of its own
+                        continue
                     rows.append({"index": c.index, "label": r.label, "total": r.total, "read": r.read,
                                  "write": r.write, "uncached": r.uncached, "cost": r.cost,
                                  "cost_uncached": r.cost_uncached})  # fmt: skip
@@ -265,18 +269,20 @@ class Views:
             sim = self._sims[provider] = LogSimulation(provider, model, self._rules, self._tokenize())
         return sim
 
-    def _restore(self, calls: Sequence[ModelCall]) -> list[tuple[Context, list[Exchange]]]:
-        """The contexts of ``calls`` (our own), the texts they name read from the store in one go."""
+    def _restore(self, calls: Sequence[ModelCall]) -> list[tuple[Context, list[Exchange]] | None]:
+        """The contexts of ``calls`` (our own), the texts they name read from the store in one
+        go; None for a call that cannot be rebuilt."""
         missing = [c for c in calls if c.span_id not in self._restored]
         texts = self.store.texts({h for c in missing for h in text_hashes(c)}) if missing else {}
-        out = []
+        out: list[tuple[Context, list[Exchange]] | None] = []
         for c in calls:
-            hit = self._restored.get(c.span_id)
-            if hit is None:
+            if c.span_id in self._restored:
+                hit = self._restored[c.span_id]
+            else:
                 try:
                     hit = restore(c, texts)
-                except Unrebuildable as e:
-                    raise NotFound(str(e)) from None
+                except Unrebuildable:
+                    hit = None
                 self._restored[c.span_id] = hit
                 if len(self._restored) > 512:
                     self._restored.popitem(last=False)
@@ -292,7 +298,10 @@ class Views:
         if not at:
             return None
         prev = near[at - 1]
-        ((before, _),) = self._restore([prev])
+        (restored,) = self._restore([prev])
+        if restored is None:  # the previous call cannot be rebuilt: nothing to compare with
+            return None
+        before = restored[0]
         return first_difference(before, context, prev.index)
 
 

@@ -69,10 +69,11 @@ export class CallDetail {
     const scroll = this.root.scrollTop;
     this.detail = d;
     this.provider = provider;
-    this.root.replaceChildren(d.reconstructed ? this.renderForeign(d) : this.renderOurs(d));
+    const rebuilt = d.reconstructed || d.rebuilt !== false;
+    this.root.replaceChildren(d.reconstructed ? this.renderForeign(d) : rebuilt ? this.renderOurs(d) : this.renderUnrebuilt(d));
     if (same || keep) this.root.scrollTop = scroll;
     if (!same) this.applyHash();
-    if (!d.reconstructed) this.loadRequest();
+    if (!d.reconstructed && rebuilt) this.loadRequest();
     return d;
   }
 
@@ -277,6 +278,15 @@ export class CallDetail {
     } catch (err) {
       if (pre === this.reqPre) pre.textContent = `could not load the request: ${err.message}`;
     }
+  }
+
+  /** One of our calls whose request cannot be rebuilt (its texts missing or altered on the way). */
+  renderUnrebuilt(d) {
+    return h("article", { "data-testid": "call", "data-index": d.index, class: "call" },
+      this.header(d),
+      h("div", { "data-testid": "unrebuilt", class: "banner warn-banner", role: "note" },
+        h("strong", { text: "cannot be rebuilt" }),
+        h("span", { text: ` — ${d.reason}. The cache simulation and the chart skip this call.` })));
   }
 
   // ---- calls another instrumentation traced ------------------------------------------------
