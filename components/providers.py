@@ -141,6 +141,13 @@ def recognise(provider: str | None, model: str | None = None) -> Provider | None
     return None
 
 
+def cache_row(provider: str | None, model: str | None = None) -> CacheRow | None:
+    """The cache-rules row that models the prompt cache of a span's provider (or model) by
+    default; None when neither names a provider of the table."""
+    p = recognise(provider, model)
+    return p.cache_rows[0] if p is not None and p.cache_rows else None
+
+
 __all__ = [
     "ALIASES",
     "CACHE_ROWS",
@@ -153,6 +160,7 @@ __all__ = [
     "InputCount",
     "Provider",
     "Wire",
+    "cache_row",
     "named",
     "recognise",
 ]

@@ -39,6 +39,7 @@ PI_SHIELD = (
     "</pi_shield>"
 )
 
+
 @dataclass(frozen=True)
 class FileBlock:
     """A workspace file as it will be shown (or the reason it is not)."""

@@ -48,7 +48,6 @@ def show(s: str, limit: int = 80) -> str:
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
-
 def normalise(text: str) -> str:
     """``text`` NFKC-normalised, without the ignorable characters, with typographic apostrophes as
     ``'``."""

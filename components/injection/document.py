@@ -61,7 +61,7 @@ class Doc:
         return starts[1][i] if i < len(starts[0]) and starts[0][i] < b else None
 
     def severity(self, pos: int) -> Severity:
-        """"quoted" for what sits in code or a quote of a document about security, else "high"."""
+        """ "quoted" for what sits in code or a quote of a document about security, else "high"."""
         if pos < 0 or not self.framed:
             return "high"
         return "quoted" if self.mask[pos] in (CODE, QUOTE) else "high"

@@ -11,6 +11,8 @@ import urllib.request
 
 import pytest
 from helpers.cli import cli_ok
+from helpers.foreign_chat import session
+from helpers.stores import log_of
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -151,6 +153,47 @@ def test_the_chart_and_the_provider(browser, demo):
     wait_for(browser, lambda d: len(css(d, "[data-testid=seg-cache]")) == len(want))
     assert before  # the numbers are shown per segment
     assert js_errors(browser) == []
+
+
+def test_a_framework_call_shows_its_reason_the_diff_and_both_cache_figures(browser, tmp_path):
+    page = Page(log_of(session(), tmp_path))
+    try:
+        want = page.api("/ui/api/calls/3")
+        open_page(browser, f"{page.base}/ui/calls/3")
+
+        def shown(d):  # read in one go: a live refresh may render the pane again
+            pane = css(d, "[data-testid=cache]")
+            diff = css(d, "[data-testid=diff]")
+            if not pane or not diff:
+                return None
+            return {
+                "reason": pane[0].get_attribute("data-reason"), "text": pane[0].text,
+                "sentence": css(d, "[data-testid=cache-sentence]")[0].text,
+                "simulated": css(d, "[data-testid=cache-simulated]")[0].text,
+                "part": diff[0].get_attribute("data-part"), "item": diff[0].get_attribute("data-item"),
+                "diff": diff[0].text,
+            }  # fmt: skip
+
+        got = wait_for(browser, shown, message="the cache pane and the diff")
+        assert got["reason"] == "prefix_changed" == want["cache"]["reason"]
+        assert got["sentence"] == want["cache"]["sentence"]
+        assert "reported by the provider" in got["text"] and "simulated" in got["text"]
+        assert f"{want['cache']['possible']['cache_read']:,}" in got["simulated"]
+        assert (got["part"], got["item"]) == ("system", "0")
+        assert "call 2" in got["diff"] and "2026-12-02" in got["diff"]
+        open_page(browser, f"{page.base}/ui/traces/{want['tree']}")
+
+        def chart(d):
+            line = css(d, "[data-testid=chart-reported]")
+            readout = css(d, ".readout")
+            return line and readout and (len(line[0].get_attribute("points").split()), readout[0].text)
+
+        points, readout = wait_for(browser, chart, message="the chart's reported line")
+        assert points == 5  # one point per call: the cache read its provider reported
+        assert "reported by the provider" in readout and "simulated" in readout
+        assert js_errors(browser) == []
+    finally:
+        page.server.shutdown()
 
 
 def test_the_keyboard_opens_a_tree_and_a_call(browser, demo):

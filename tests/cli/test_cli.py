@@ -38,8 +38,8 @@ def test_calls_and_tree(demo_log):
     log, live = demo_log
     code, out, _ = cli("calls", str(log))
     assert code == 0
-    rows = out.splitlines()[1:]
-    assert len(rows) == 11
+    rows = out.splitlines()[1:12]
+    assert len(rows) == 11 and "reported by the provider" in out.splitlines()[-1]
     assert "_lit_decide" in rows[1] and "research_agent → literature → _lit_decide" in rows[1]
     code, out, _ = cli("tree", str(log), "--at", "2")
     assert code == 0 and out == live[1].tree

@@ -84,7 +84,7 @@ def test_names_are_unique_and_the_lists_are_the_ones_callctx_had():
 
 
 def _old_provider_row(provider: str | None, model: str | None = None) -> str | None:
-    """``provider_row`` as it was written before the table: what the table must keep doing."""
+    """``cache_row`` as it was written before the table: what the table must keep doing."""
     for text in (provider, model):
         t = (text or "").lower()
         for name, words in (("anthropic", ("anthropic", "claude")), ("openai", ("openai", "gpt-")),
@@ -117,7 +117,7 @@ SPANS = [
 
 @pytest.mark.parametrize(("provider", "model", "row"), SPANS)
 def test_provider_row_recognises_the_span_names_it_did(provider, model, row):
-    assert prices.provider_row(provider, model) == row == _old_provider_row(provider, model)
+    assert providers.cache_row(provider, model) == row == _old_provider_row(provider, model)
 
 
 def test_each_clients_span_provider_name_finds_its_own_rows():

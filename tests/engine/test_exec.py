@@ -171,8 +171,12 @@ def test_real_client_tool_loop_and_usage(runtime, spans):
     assert ask() == "Hello!"
     _, second = cap.bodies()
     assert second["messages"][-1]["content"][0] == {
-        "type": "tool_result", "tool_use_id": "toolu_1", "content": "2", "is_error": False,
-        "cache_control": {"type": "ephemeral"}}  # fmt: skip  (round three reads what round two sent)
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": "2",
+        "is_error": False,
+        "cache_control": {"type": "ephemeral"},
+    }  # fmt: skip  (round three reads what round two sent)
     chats = [sp for sp in spans.get_finished_spans() if sp.name.startswith("chat ")]
     last = chats[-1].attributes
     assert last[s.USAGE_CACHE_READ] == 200 and last[s.USAGE_CACHE_WRITE] == 100

@@ -72,7 +72,10 @@ def test_exporter_from_the_standard_variables(monkeypatch):
     grpc = otel.exporter_from_settings(settings.read())
     assert type(grpc).__module__.endswith("proto.grpc.trace_exporter")
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-    assert otel.exporter_from_settings(settings.read(), "http://10.0.0.1:4318")._endpoint == "http://10.0.0.1:4318/v1/traces"
+    assert (
+        otel.exporter_from_settings(settings.read(), "http://10.0.0.1:4318")._endpoint
+        == "http://10.0.0.1:4318/v1/traces"
+    )
 
 
 def test_spans_reach_an_otlp_endpoint(sink, tmp_path):

@@ -101,11 +101,15 @@ def test_foreign_calls_are_calls_and_aggregates_are_not():
 @pytest.mark.parametrize("parts", [True, False])
 def test_genai_messages_in_both_forms(parts):
     if parts:
-        sent = [{"role": "user", "parts": [{"type": "text", "content": "Plan a trip"}]},
-                {"role": "assistant", "parts": [{"type": "tool_call", "name": "search", "arguments": {"q": "x"}}]}]
+        sent = [
+            {"role": "user", "parts": [{"type": "text", "content": "Plan a trip"}]},
+            {"role": "assistant", "parts": [{"type": "tool_call", "name": "search", "arguments": {"q": "x"}}]},
+        ]
     else:
-        sent = [{"role": "user", "content": "Plan a trip"},
-                {"role": "assistant", "tool_calls": [{"function": {"name": "search", "arguments": '{"q": "x"}'}}]}]
+        sent = [
+            {"role": "user", "content": "Plan a trip"},
+            {"role": "assistant", "tool_calls": [{"function": {"name": "search", "arguments": '{"q": "x"}'}}]},
+        ]
     attrs = {"gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
              "gen_ai.input.messages": json.dumps(sent)}  # fmt: skip
     rec = messages_of(attrs)
@@ -114,11 +118,25 @@ def test_genai_messages_in_both_forms(parts):
 
 
 def _everything():
-    a = span(1, None, "invoke_agent planner", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"},
-             kind=2, events=[SpanEvent("exception", 1_100, {"exception.type": "ValueError", "exception.message": "x"})],
-             links=[SpanLink("cd" * 16, sid(9), {"why": "retry of"})], status="error", error="ValueError: x")
-    b = span(2, 1, "chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-                                        "gen_ai.usage.input_tokens": 12}, service="model-gateway", kind=3)
+    a = span(
+        1,
+        None,
+        "invoke_agent planner",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"},
+        kind=2,
+        events=[SpanEvent("exception", 1_100, {"exception.type": "ValueError", "exception.message": "x"})],
+        links=[SpanLink("cd" * 16, sid(9), {"why": "retry of"})],
+        status="error",
+        error="ValueError: x",
+    )
+    b = span(
+        2,
+        1,
+        "chat gpt-4o-mini",
+        {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 12},
+        service="model-gateway",
+        kind=3,
+    )
     return [a, b]  # fmt: skip
 
 

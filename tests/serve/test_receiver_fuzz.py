@@ -129,15 +129,29 @@ def test_fuzzed_bodies_never_crash_nor_corrupt(receiver):
 # ---- hostile fields of well-formed requests: ids, times, numbers, nesting, encodings ---------------
 hostile_ids = st.one_of(
     st.binary(min_size=8, max_size=8).map(bytes.hex),
-    st.sampled_from(["aabb ccdd eeff00", "AABBCCDDEEFF0011", "00" * 8, "zz" * 8, "", "aabbcc", " " + "ab" * 8,
-                     "q83v3u/AEQ==", "ab" * 8 + "\n"]),
+    st.sampled_from(
+        [
+            "aabb ccdd eeff00",
+            "AABBCCDDEEFF0011",
+            "00" * 8,
+            "zz" * 8,
+            "",
+            "aabbcc",
+            " " + "ab" * 8,
+            "q83v3u/AEQ==",
+            "ab" * 8 + "\n",
+        ]
+    ),
 )
 hostile_times = st.one_of(
-    st.integers(0, 1 << 62), st.sampled_from([0, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 10**23, -1]),
-    st.integers(0, 1 << 62).map(str), st.sampled_from(["1e9", "12.5", "-5", " 7", "\u0661"]),
+    st.integers(0, 1 << 62),
+    st.sampled_from([0, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 10**23, -1]),
+    st.integers(0, 1 << 62).map(str),
+    st.sampled_from(["1e9", "12.5", "-5", " 7", "\u0661"]),
 )
 hostile_numbers = st.one_of(
-    st.integers(-(1 << 63), (1 << 63) - 1).map(str), st.sampled_from([str(1 << 64), "-0", "+3", "9" * 40]),
+    st.integers(-(1 << 63), (1 << 63) - 1).map(str),
+    st.sampled_from([str(1 << 64), "-0", "+3", "9" * 40]),
     st.integers(-(1 << 63), (1 << 63) - 1),
 )
 values = st.recursive(

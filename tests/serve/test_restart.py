@@ -100,7 +100,9 @@ def received(tmp_path_factory):
     log = folder / "received.jsonl"
     serve = Serve(log)
     rt = setup(folder / "agent.jsonl", session_id="demo")
-    rt.provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{serve.port}/v1/traces")))
+    rt.provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{serve.port}/v1/traces"))
+    )
     rt.send_texts = True
     run(rt)
     rt.close()

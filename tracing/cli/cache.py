@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -14,9 +15,59 @@ from .read import rebuilt
 
 
 def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-
+    if args.why:
+        return cmd_why(args, out, err)
     with open_log(args.log, err) as store:
         return _simulate(args, store, out, err)
+
+
+def cmd_why(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``callctx cache LOG --why``: the cache ledger, a line per call, then the causes."""
+    from callctx.components import cache
+    from callctx.store.ledger import LedgerView, entry_json
+
+    if args.ttl is not None and not args.ttl > 0:
+        raise CliError("--ttl must be a positive number of seconds")
+    try:
+        rules = cache.load_rules(args.rules) if args.rules else None
+    except (OSError, ValueError) as problem:
+        raise CliError(f"cannot read cache rules {args.rules}: {problem}") from None
+    with open_log(args.log, err) as store:
+        if not store.state().calls:
+            raise CliError(f"{args.log} records no model calls")
+        entries = LedgerView(store, rules, ttl=args.ttl).entries()
+    if args.json:
+        for e in entries:
+            out.write(json.dumps(entry_json(e), ensure_ascii=False) + "\n")
+        return EXIT_OK
+    head = f"{'#':>4}  {'function':<20} {'reported':>17} {'possible':>9}  {'reason':<15} first difference"
+    out.write(head + "\n")
+    for e in entries:
+        rep = e.reported
+        reported = "-" if rep is None or rep.cache_read is None else f"{rep.cache_read:,}r/{rep.cache_write or 0:,}w"
+        diff = e.first_difference
+        where = f"{diff.part}[{diff.index}] at {diff.offset}" if diff is not None else ""
+        against = f" (vs #{e.compared_with})" if e.compared_with is not None and diff is not None else ""
+        name = (e.function or "turn")[:20]
+        possible = e.possible.cache_read
+        out.write(f"{e.call:>4}  {name:<20} {reported:>17} {possible:>9,}  {e.reason:<15} {where}{against}\n")
+    out.write("\nreported: the provider's usage (cache read r / written w); possible: its rules, simulated\n")
+    causes: dict[tuple[str | None, str | None, str], list[float]] = {}
+    for e in entries:
+        if e.reason in ("hit", "first"):
+            continue
+        c = causes.setdefault((e.service, e.function, e.reason), [0, 0, 0.0])
+        c[0] += 1
+        c[1] += e.lost_tokens
+        c[2] += e.lost_usd or 0.0
+    if causes:
+        out.write("\ntop causes (service, agent, reason: calls, tokens lost, $ lost):\n")
+        for (service, function, reason), (n, lost, usd) in sorted(causes.items(), key=lambda kv: -kv[1][2])[:10]:
+            out.write(f"  {service or '-'} · {function or 'turn'} · {reason}: {n:.0f} calls, {lost:,.0f} tokens, "
+                      f"${usd:.4f}\n")  # fmt: skip
+    else:
+        out.write("\nno call read less than its prefix allowed\n")
+    return EXIT_OK
 
 
 def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) -> int:
@@ -145,4 +196,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="what a hit needs: the same text, or the same blocks (default: block where the provider caches at "
         "breakpoints, text for prefix caches); the other key's share is printed when it differs",
     )
+    p.add_argument("--why", action="store_true",
+                   help="for every call, ours or another instrumentation's: what the provider reported, what its "
+                        "rules made possible, and why it read less (the cache ledger)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="with --why: one JSON object per call")
+    p.add_argument("--ttl", type=float, metavar="SECONDS",
+                   help="with --why: the cache's lifetime, in place of the rules'")  # fmt: skip
     p.set_defaults(run=cmd_cache)

@@ -35,10 +35,11 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not state.calls:
             out.write(f"{args.log} records no model calls ({holds(state)})\n")
             return EXIT_OK
-        head = f"{'#':>4}  {'function':<22} {'model':<22} {'input':>7} {'output':>6} {'cached':>6} {'cacheable':>9}"
-        out.write(f"{head}  {'status':<7} call path\n")
+        head = (f"{'#':>4}  {'function':<22} {'model':<22} {'tokens':>7} {'input':>7} {'output':>6} {'read':>6} "
+                f"{'cacheable':>9}")  # fmt: skip
+        out.write(f"{head}  {'status':<11} call path\n")
         for c in every_call(store):
-            tokens = c.usage.input
+            tokens: int | None = None
             cacheable = "-"
             if c.manifest:
                 try:
@@ -52,10 +53,15 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             else:
                 cacheable = "(span)"  # another instrumentation's call: read from its span, not rebuilt
             name = c.function or "turn"
+            u = c.usage
             out.write(
-                f"{c.index:>4}  {name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(c.usage.output):>6} "
-                f"{_n(c.usage.cache_read):>6} {cacheable:>9}  {c.status:<7} {c.call_path or ''}\n"
+                f"{c.index:>4}  {name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(u.input):>7} "
+                f"{_n(u.output):>6} {_n(u.cache_read):>6} {cacheable:>9}  {c.status:<11} {c.call_path or ''}\n"
             )
+        out.write(
+            "\ntokens, cacheable: counted by callctx from the rebuilt request (the tool loop included); "
+            "input, output, read (from cache): reported by the provider\n"
+        )
     return EXIT_OK
 
 

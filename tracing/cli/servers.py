@@ -81,6 +81,7 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CliError(f"no folder {path.parent} for the event log {path}")
     store = LocalStore(path)
     store.refresh()
+    store.follow()  # the page's cache ledger is ready before it is asked for
     shape = None if args.raw else Shaper().redact
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
     access = Access.of(token, args.allow_host, served=args.host)
@@ -137,6 +138,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--raw", action="store_true", help="show texts as recorded (default: secrets redacted)")
     p.add_argument("--token", help="require this token: open the page once as /ui?token=TOKEN (default: "
                    "$CALLCTX_TOKEN)")  # fmt: skip
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="a Host name to answer besides this machine's; repeat for more")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer besides this machine's; repeat for more",
+    )
     p.set_defaults(run=cmd_ui)

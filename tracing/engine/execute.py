@@ -369,8 +369,6 @@ class _Steps:
         raise ModelError(model.provider, f"the tool loop did not finish in {cfg.max_tool_rounds} rounds")
 
 
-
-
 def _loaded(result: ToolResult, deferred: dict[str, Tool], loaded: set[str]) -> ToolResult:
     """The first result of a deferred tool carries its schema: the model learns it where it
     costs no cache (the tail of the request), and the tools block stays as it was."""

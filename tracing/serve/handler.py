@@ -138,8 +138,6 @@ def make_handler(
     return ServeHandler
 
 
-
-
 def serve_http(
     rx: Receiver,
     host: str = "127.0.0.1",
@@ -151,5 +149,3 @@ def serve_http(
     """Start the OTLP/HTTP server and read API in a background thread."""
     handler = make_handler(rx, read_timeout, host)
     return start(handler, host, port, read_timeout, max_connections, "callctx-http-accept")
-
-

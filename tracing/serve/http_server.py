@@ -125,6 +125,7 @@ def path_parts(path: str) -> list[str]:
     "traces", "user 42"]``)."""
     return [unquote(p) for p in path.split("/") if p]
 
+
 DEFAULT_READ_TIMEOUT = 10.0  # seconds for a whole request to arrive (and for each response write)
 DEFAULT_MAX_CONNECTIONS = 256
 _COOKIE = "callctx_token"  # the page's token, once a browser opened /ui?token=...

@@ -105,14 +105,9 @@ class Receiver:
         self.access = Access.of(token, allow_hosts)
         self.stats = Stats()
         self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
-        self._stop = threading.Event()
-        self._indexer: threading.Thread | None = None
         self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
         if index_every is not None:
-            self._indexer = threading.Thread(
-                target=self._index_loop, args=(index_every,), name="callctx-serve-index", daemon=True
-            )
-            self._indexer.start()
+            self.store.follow(index_every)  # the index and the cache ledger, kept up in the background
 
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Batch:
@@ -158,13 +153,6 @@ class Receiver:
         )  # fmt: skip
         return batch
 
-    def _index_loop(self, every: float) -> None:
-        while not self._stop.wait(every):
-            try:
-                self.store.refresh()
-            except Exception:
-                log.exception("callctx serve: indexing the log failed")
-
     # ---- access -----------------------------------------------------------------------------
     @property
     def token(self) -> str | None:
@@ -185,9 +173,6 @@ class Receiver:
                 "indexed_spans": state.spans, "unindexed_records": self.store.index.refused}  # fmt: skip
 
     def close(self) -> None:
-        self._stop.set()
-        if self._indexer is not None:
-            self._indexer.join()
         self.log.close()
         self.store.refresh()
         self.store.close()

@@ -7,7 +7,8 @@ its query in, an :class:`Answer` out, read through any :class:`~callctx.store.mo
 * ``/api/spans/{id}/tree``: the tree as span ``id`` saw it when it started (``?final=1``: as
   it stands);
 * ``/api/calls``: model calls of every dialect (the same filters and pages);
-* ``/api/calls/{n}/context``: call ``n``'s context, rebuilt and verified or reconstructed.
+* ``/api/calls/{n}/context``: call ``n``'s context, rebuilt and verified or reconstructed;
+* ``/api/calls/{n}/cache``: call ``n``'s line of the cache ledger (reported, possible, why).
 
 What leaves is shaped by the caller's ``shape`` (secrets redacted). Errors: a missing thing is
 a 404 and a bad parameter a 400, each as ``{"error": ...}``.
@@ -23,6 +24,7 @@ from callctx.projection.calls import ModelCall
 from callctx.projection.errors import BadInput, NotFound
 from callctx.store import params
 from callctx.store.contexts import Unrebuildable, as_json, context_of
+from callctx.store.ledger import entry_json
 from callctx.store.model import Page, Store, TreeRow
 
 JSON = "application/json"
@@ -62,6 +64,8 @@ def _route(store: Store, parts: list[str], q: Mapping[str, str]) -> tuple[str, A
             offset, limit = params.page(q)
             page = store.calls(params.filter_of(q), offset=offset, limit=limit)
             return JSON, {"total": page.total, "calls": [call_json(c) for c in page.items], **_paging(page)}
+        case ["calls", n, "cache"]:
+            return JSON, entry_json(store.cache(params.call_number(n)))
         case ["calls", n, "context"]:
             call = store.call(params.call_number(n))
             try:
@@ -101,4 +105,3 @@ def _error(status: int, message: str) -> Answer:
 
 
 __all__ = ["Answer", "answer", "call_json", "trees_json"]
-

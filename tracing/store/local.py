@@ -39,8 +39,10 @@ from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_r
 
 from .contexts import text_hashes
 from .index import Index, run_status
+from .ledger import LedgerView
 from .model import (
     ANY,
+    CacheEntry,
     Facets,
     Filter,
     Page,
@@ -77,6 +79,7 @@ class LocalStore:
         finished: bool = False,
         max_trees: int = DEFAULT_MAX_TREES,
         max_tree_spans: int = DEFAULT_MAX_TREE_SPANS,
+        ttl: float | None = None,
     ) -> None:
         self.path = Path(log_path)
         self.finished = finished
@@ -91,6 +94,9 @@ class LocalStore:
         self._folded_spans = 0
         self._fold_lock = threading.Lock()
         self._totals: dict[str, tuple[tuple[int, int], dict[str, tuple[Usage, list[Spend]]]]] = {}
+        self.ledger = LedgerView(self, ttl=ttl)
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
 
     # ---- following the log --------------------------------------------------------------------
     def refresh(self) -> int:
@@ -134,7 +140,28 @@ class LocalStore:
     def _cursor(self) -> int:
         return (self._replaced << 48) + self._tail.offset
 
+    def follow(self, every: float = 0.25) -> None:
+        """Keep the index and the cache ledger up to date in a background thread, looking at
+        the log every ``every`` seconds (readers then find the ledger ready), until :meth:`close`."""
+        if self._follower is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(every):
+                try:
+                    self.refresh()
+                    self.ledger.update()
+                except Exception:
+                    log.exception("callctx: following %s failed", self.path)
+
+        self._follower = threading.Thread(target=loop, name="callctx-store-follow", daemon=True)
+        self._follower.start()
+
     def close(self) -> None:
+        self._stop.set()
+        if self._follower is not None:
+            self._follower.join()
+            self._follower = None
         self.index.close()
 
     def __enter__(self) -> LocalStore:
@@ -349,24 +376,42 @@ class LocalStore:
 
     # ---- what a call was sent -----------------------------------------------------------------
     def recorded(self, call: ModelCall) -> Recorded:
+        (found,) = self.recorded_many([call])
+        return found
+
+    def recorded_many(self, calls: Sequence[ModelCall]) -> list[Recorded]:
         self.refresh()
-        row = self.index.span(call.span_id)
-        if row is None or row[14] is None:
-            raise NotFound(f"call {call.index}: its span is not in {self.path}")
-        start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
-        ranges = [(start_at, start_at + start_len)]
-        if end_at is not None:
-            ranges.append((end_at, end_at + end_len))
-        start: SpanStarted | None = None
-        end: SpanEnded | None = None
+        ranges: list[tuple[int, int]] = []
+        for call in calls:
+            row = self.index.span(call.span_id)
+            if row is None or row[14] is None:
+                raise NotFound(f"call {call.index}: its span is not in {self.path}")
+            start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
+            ranges.append((start_at, start_at + start_len))
+            if end_at is not None:
+                ranges.append((end_at, end_at + end_len))
+        wanted = {c.span_id for c in calls}
+        starts: dict[str, SpanStarted] = {}
+        ends: dict[str, SpanEnded] = {}
         for rec in self._read(ranges):
-            if type(rec) is SpanStarted and rec.span_id == call.span_id:
-                start = rec
-            elif type(rec) is SpanEnded and rec.span_id == call.span_id:
-                end = rec
-        if start is None:
-            raise NotFound(f"call {call.index}: its records could not be read back from {self.path}")
-        return Recorded(call=call, texts=self.texts(text_hashes(call)), start=start, end=end)
+            if type(rec) is SpanStarted and rec.span_id in wanted:
+                starts.setdefault(rec.span_id, rec)
+            elif type(rec) is SpanEnded and rec.span_id in wanted:
+                ends.setdefault(rec.span_id, rec)
+        texts = self.texts({h for c in calls for h in text_hashes(c)})
+        out = []
+        for call in calls:
+            start = starts.get(call.span_id)
+            if start is None:
+                raise NotFound(f"call {call.index}: its records could not be read back from {self.path}")
+            out.append(Recorded(call=call, texts=texts, start=start, end=ends.get(call.span_id)))
+        return out
+
+    def cache(self, n: int) -> CacheEntry:
+        return self.ledger.entry(n)
+
+    def cache_many(self, numbers: Sequence[int]) -> list[CacheEntry]:
+        return self.ledger.entries_of(numbers)
 
     def texts(self, hashes: Iterable[str]) -> dict[str, str]:
         self.refresh()

@@ -28,11 +28,12 @@ tree or span the store does not hold; :class:`BadInput` for a parameter out of r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
+from callctx.components.cache_ledger import Entry as CacheEntry
 from callctx.projection.calls import ModelCall, RunStatus, Usage
 from callctx.projection.dialects import Kind
 from callctx.projection.errors import BadInput, CallctxError, NotFound
@@ -197,6 +198,19 @@ class Store(Protocol):
         """What ``call`` was sent: its span's records and the texts its manifest names."""
         ...
 
+    def recorded_many(self, calls: Sequence[ModelCall]) -> list[Recorded]:
+        """:meth:`recorded` of several calls, read in one go (their texts shared)."""
+        ...
+
+    def cache(self, n: int) -> CacheEntry:
+        """Call ``n``'s line of the cache ledger: what the provider reported, what its rules
+        made possible, and why it read less (:mod:`callctx.components.cache_ledger`)."""
+        ...
+
+    def cache_many(self, numbers: Sequence[int]) -> list[CacheEntry]:
+        """:meth:`cache` of several calls (a tree's, for its chart)."""
+        ...
+
     def texts(self, hashes: Iterable[str]) -> dict[str, str]:
         """The texts the store holds under these hashes (those it has), read in one go."""
         ...
@@ -236,4 +250,3 @@ __all__ = [
     "check_status",
     "out_of_range",
 ]
-

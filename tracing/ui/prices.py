@@ -21,14 +21,6 @@ PROVIDERS = providers.SIMULATED
 DEFAULT = PROVIDERS[0]  # the cache simulated for a call whose provider is not recognised (a scripted one)
 
 
-def provider_row(provider: str | None, model: str | None = None) -> str | None:
-    """The cache-rules row of a span's provider name (``gcp.gemini``, ``azure.ai.openai``...),
-    else of its model's name (``claude-…``, ``gpt-…``, ``gemini-…``) when the provider is not
-    one (a gateway, a scripted model): the row that models its prompt cache by default."""
-    p = providers.recognise(provider, model)
-    return p.cache_rows[0] if p is not None and p.cache_rows else None
-
-
 class Prices:
     """Prices per provider and model, from the cache rules (the packaged table by default)."""
 

@@ -27,6 +27,8 @@ _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=ut
           ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}  # fmt: skip
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 JSON = "application/json"
+
+
 class Response(NamedTuple):
     status: int
     content_type: str

@@ -65,5 +65,3 @@ def serve_page(
     names it answers for (default: none, and this machine's)."""
     handler = make_page_handler(views, shape, access or Access.of(None, served=host), read_timeout)
     return start(handler, host, port, read_timeout, max_connections, "callctx-ui-accept")
-
-

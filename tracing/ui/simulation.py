@@ -1,7 +1,9 @@
-"""The provider cache simulated over a log's recorded calls, kept as the log grows, and split
-per segment for the page.
+"""A what-if: another provider's cache simulated over a log's own calls, kept as the log grows;
+and a call's simulated cache use split per segment for the page.
 
-One :class:`LogSimulation` per provider replays callctx's own calls in call order through
+A call's own provider is the store's cache ledger's (:meth:`~callctx.store.model.Store.cache`).
+When the page asks how another provider would have cached, one :class:`LogSimulation` per
+provider replays callctx's own calls in call order through
 :class:`callctx.components.cache.Simulator`, exactly as ``callctx cache LOG --provider P``
 does (same requests, same times), so the page and the command agree. It only steps forward:
 when calls are appended it simulates the new ones; when the order of calls already simulated
@@ -75,23 +77,23 @@ class LogSimulation:
         return self.results[: last + 1]
 
 
-def shares(sizes: Sequence[int], result: cache.CallResult) -> list[Share]:
-    """Split a call's simulated read / written / uncached tokens over its parts in order
-    (segments, then exchanges) of ``sizes`` tokens: a cache reads a prefix, writes what follows
-    up to its last breakpoint, and the rest is uncached. The simulator counts tokens of the
-    blocks as sent (stretches of system text are joined), which may differ by a few tokens from
-    the sum of the parts: positions are scaled to it."""
+def shares(sizes: Sequence[int], read: int, write: int, total: int) -> list[Share]:
+    """Split a call's simulated ``read`` / ``write`` tokens (of ``total``) over its parts in
+    order (segments, then exchanges) of ``sizes`` tokens: a cache reads a prefix, writes what
+    follows up to its last breakpoint, and the rest is uncached. The simulator counts tokens of
+    the blocks as sent (stretches of system text are joined), which may differ by a few tokens
+    from the sum of the parts: positions are scaled to it."""
     whole = sum(sizes)
-    scale = whole / result.total if result.total else 0.0
-    read_to = result.read * scale
-    write_to = (result.read + result.write) * scale
+    scale = whole / total if total else 0.0
+    read_to = read * scale
+    write_to = (read + write) * scale
     out = []
     pos = 0
     for n in sizes:
         a, b = pos, pos + n
-        read = max(0.0, min(b, read_to) - a)
-        write = max(0.0, min(b, write_to) - max(a, read_to))
-        r, w = round(read), round(write)
+        got = max(0.0, min(b, read_to) - a)
+        wrote = max(0.0, min(b, write_to) - max(a, read_to))
+        r, w = round(got), round(wrote)
         out.append(Share(r, w, max(0, n - r - w)))
         pos = b
     return out

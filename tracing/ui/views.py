@@ -1,10 +1,12 @@
 """What the debugger page shows, as JSON-ready data: the lists, a tree level, a call's context
-with its simulated cache use and what changed since the session's previous call, the request
-as sent, and a session's cache chart. The shapes are the page's contract (see ``static/``).
+with its line of the cache ledger (reported by the provider, simulated, and why it read less)
+and what changed since the call it was compared with, the request as sent, and a session's
+cache chart (reported and simulated side by side). The shapes are the page's contract (see ``static/``).
 
 Every view reads through a :class:`~callctx.store.model.Store` (the local one over a log, or a
-shared one): nothing here holds a log's worth of anything. Kept between requests: the cache
-simulations (one per provider, a few numbers per call) and the last restored contexts.
+shared one): nothing here holds a log's worth of anything. The cache figures are the store's
+ledger's; kept between requests here: a what-if simulation per other provider asked for (a
+few numbers per call) and the last restored contexts.
 Threading: a lock serialises the simulations; the store is safe from any thread. Errors:
 ``NotFound`` for what does not exist (the server answers 404), ``BadInput`` for a bad parameter
 (400).
@@ -27,9 +29,10 @@ from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResult
 from callctx.projection.calls import ModelCall, Usage
 from callctx.projection.errors import BadInput, NotFound
 from callctx.store.contexts import Foreign, Unrebuildable, context_of, rebuild, request_in, restore, text_hashes
-from callctx.store.model import Filter, Page, SpanRow, Spend, Store, bounds, check_status
+from callctx.store.ledger import entry_json
+from callctx.store.model import CacheEntry, Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
-from .prices import DEFAULT, PROVIDERS, Prices, provider_row
+from .prices import DEFAULT, PROVIDERS, Prices
 from .simulation import LogSimulation, shares
 
 _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
@@ -125,32 +128,43 @@ class Views:
 
     # ---- one call -----------------------------------------------------------------------------
     def call(self, n: int, provider: str | None = None) -> dict[str, Any]:
+        """Call ``n`` as the model saw it, with its line of the cache ledger (``cache``: what the
+        provider reported, what its rules made possible, why it read less) and the difference
+        with the call it was compared with. ``provider``: simulate another provider's cache over
+        our calls instead of the call's own (a what-if; the ledger's line stays the call's own)."""
         c = self.store.call(n)
+        if provider is not None and provider not in PROVIDERS:
+            raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
         row = {**self._row(c), "path": self.store.ancestors(c.span_id)}
+        entry = self.store.cache(n)
+        pane = entry_json(entry)
         try:
             found = context_of(self.store.recorded(c))
         except Unrebuildable as e:  # shown as such; it hides no other call
-            return {**row, "verified": False, "rebuilt": False, "reason": str(e)}
+            return {**row, "verified": False, "rebuilt": False, "reason": str(e), "cache": pane, "diff": None}
         if isinstance(found, Foreign):
             rec = found.messages
             said = [{"role": m.role, "content": m.text} for m in rec.messages]
             answered = [{"role": m.role, "content": m.text} for m in rec.output]
             return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
-                    "source": rec.source}  # fmt: skip
+                    "source": rec.source, "cache": pane, "diff": _ledger_diff(entry)}  # fmt: skip
         context, exchanges = found.context, found.exchanges
-        prov = provider or provider_row(c.provider, c.model) or DEFAULT
-        if prov not in PROVIDERS:
-            raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
+        tokenize = self._tokenize()
+        ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
         with self._lock:
             self._restored[c.span_id] = (context, exchanges)
-            sim = self._simulation(prov)
-            own = self._own_calls(c)
-            at = next(i for i, x in enumerate(own) if x.span_id == c.span_id)
-            result = sim.upto(own, at, self._restore)[at]
-            assert result is not None  # this call was just rebuilt
-            tokenize = self._tokenize()
-            ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
-            split = shares([sg.tokens for sg in context.segments] + ex_tokens, result)
+            if provider is not None and provider != entry.rules:
+                sim = self._simulation(provider)
+                own = self._own_calls(c)
+                at = next(i for i, x in enumerate(own) if x.span_id == c.span_id)
+                result = sim.upto(own, at, self._restore)[at]
+                assert result is not None  # this call was just rebuilt
+                simulation = {**dataclasses.asdict(result), "provider": provider, "model": sim.model,
+                              "warnings": list(sim.sim.warnings), "what_if": True}  # fmt: skip
+            else:
+                simulation = _simulated(entry, c.function)
+            split = shares([sg.tokens for sg in context.segments] + ex_tokens,
+                           simulation["read"], simulation["write"], simulation["total"])  # fmt: skip
             cacheable = context.cacheable_tokens
             segments = []
             pos = 0
@@ -174,14 +188,9 @@ class Views:
                     {"kind": _exchange_kind(e), "text": exchange_text(e), "tokens": t, "cache": msgspec.to_builtins(sh)}
                     for e, t, sh in zip(exchanges, ex_tokens, split[len(context.segments) :], strict=False)
                 ],
-                "simulation": {
-                    **dataclasses.asdict(result),
-                    "provider": prov,
-                    "model": sim.model,
-                    "key": sim.sim.key,
-                    "warnings": list(sim.sim.warnings),
-                },
-                "diff": self._diff(c, context),
+                "simulation": simulation,
+                "cache": pane,
+                "diff": self._diff(c, context, entry),
                 "problems": [f"component {p.component} failed: {p.error}" for p in context.problems],
             }
 
@@ -198,28 +207,56 @@ class Views:
         return {"wire": target, "as_sent": target == found.manifest.wire, "body": body}
 
     def chart(self, key: str, provider: str | None = None) -> dict[str, Any]:
-        mine = self._all(Filter(tree=key, ours=True))
-        if not mine:
+        """Every call of tree ``key``, ours and others', with what the provider reported (cache
+        read and write from usage, and the cost priced from it) beside what was simulated (the
+        ledger's, at each call's own provider; with ``provider``, that provider's cache over our
+        calls, the others keeping their own)."""
+        calls = self._all(Filter(tree=key))
+        if not calls:
             self.store.spans(key, limit=0)  # NotFound when there is no such tree
-        prov = provider or next(filter(None, (provider_row(c.provider, c.model) for c in mine)), DEFAULT)
-        if prov not in PROVIDERS:
+        if provider is not None and provider not in PROVIDERS:
             raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
-        rows: list[dict[str, Any]] = []
+        entries = self.store.cache_many([c.index for c in calls])
+        own_rules = next((e.rules for c, e in zip(calls, entries, strict=True) if not c.foreign), None)
+        prov = provider or own_rules or next((e.rules for e in entries), DEFAULT)
+        what_if: dict[str, cache.CallResult | None] = {}
         with self._lock:
-            sim = self._simulation(prov)
-            if mine:
+            mine = [c for c in calls if not c.foreign]
+            if (
+                mine
+                and provider is not None
+                and any(e.rules != provider for c, e in zip(calls, entries, strict=True) if not c.foreign)
+            ):
                 own = self._own_calls(mine[-1])
-                where = {x.span_id: i for i, x in enumerate(own)}
-                results = sim.upto(own, where[mine[-1].span_id], self._restore)
-                for c in mine:
-                    r = results[where[c.span_id]]
-                    if r is None:  # could not be rebuilt: no bar of its own
-                        continue
-                    rows.append({"index": c.index, "label": r.label, "total": r.total, "read": r.read,
-                                 "write": r.write, "uncached": r.uncached, "cost": r.cost,
-                                 "cost_uncached": r.cost_uncached})  # fmt: skip
+                results = self._simulation(provider).upto(own, len(own) - 1, self._restore)
+                what_if = {x.span_id: r for x, r in zip(own, results, strict=True)}
+        rows: list[dict[str, Any]] = []
+        for c, e in zip(calls, entries, strict=True):
+            r = what_if.get(c.span_id) if c.span_id in what_if else None
+            sim = (
+                {"total": r.total, "read": r.read, "write": r.write, "uncached": r.uncached, "cost": r.cost,
+                 "cost_uncached": r.cost_uncached, "simulated": True, "simulated_with": provider}
+                if r is not None
+                else {**_figures(e), "simulated": e.reason != "unknown" and c.span_id not in what_if,
+                      "simulated_with": e.rules}
+            )  # fmt: skip
+            rep = e.reported
+            rows.append({
+                "index": c.index, "label": c.function or "turn", "foreign": c.foreign, "reason": e.reason, **sim,
+                "reported_read": rep.cache_read if rep is not None else None,
+                "reported_write": rep.cache_write if rep is not None else None,
+                "reported_input": rep.input if rep is not None else None,
+                "reported_cost": self.prices.cost(c.usage.counts(), c.provider, c.model),
+            })  # fmt: skip
         totals = {k: sum(r[k] for r in rows) for k in _TOTALS}
-        return {"provider": prov, "model": sim.model, "calls": rows, "totals": totals}
+        reported = {
+            "read": sum(r["reported_read"] or 0 for r in rows),
+            "write": sum(r["reported_write"] or 0 for r in rows),
+            "cost": sum(r["reported_cost"] or 0.0 for r in rows),
+            "calls": sum(r["reported_read"] is not None or r["reported_write"] is not None for r in rows),
+        }
+        model = next((e.model for e in entries if e.model), None)
+        return {"provider": prov, "model": model, "calls": rows, "totals": totals, "reported": reported}
 
     # ---- helpers ------------------------------------------------------------------------------
     def _all(self, f: Filter, upto: ModelCall | None = None) -> list[ModelCall]:
@@ -289,20 +326,47 @@ class Views:
             out.append(hit)
         return out
 
-    def _diff(self, c: ModelCall, context: Context) -> dict[str, Any] | None:
-        """Where this call's context first differs from the previous own call of its tree."""
-        before_it = Filter(tree=c.tree, ours=True, until_ns=c.start_ns + 1)
-        total = self.store.calls(before_it, limit=0).total
-        near = self.store.calls(before_it, offset=max(0, total - 3), limit=3).items  # c among the last
-        at = next((i for i, x in enumerate(near) if x.span_id == c.span_id), None)
-        if not at:
+    def _diff(self, c: ModelCall, context: Context, entry: CacheEntry) -> dict[str, Any] | None:
+        """Where this call's context first differs from the call the ledger compared it with
+        (segment by segment when that one is ours too; else the ledger's own comparison)."""
+        if entry.compared_with is None:
             return None
-        prev = near[at - 1]
-        (restored,) = self._restore([prev])
-        if restored is None:  # the previous call cannot be rebuilt: nothing to compare with
+        other = self.store.call(entry.compared_with)
+        if other.foreign:
+            return _ledger_diff(entry)
+        (restored,) = self._restore([other])
+        if restored is None:  # it cannot be rebuilt: nothing to compare with
             return None
-        before = restored[0]
-        return first_difference(before, context, prev.index)
+        return first_difference(restored[0], context, other.index)
+
+
+def _figures(e: CacheEntry) -> dict[str, Any]:
+    p = e.possible
+    return {"total": p.tokens, "read": p.cache_read, "write": p.cache_write,
+            "uncached": max(0, p.tokens - p.cache_read - p.cache_write), "cost": e.cost,
+            "cost_uncached": e.cost_uncached}  # fmt: skip
+
+
+def _simulated(e: CacheEntry, label: str | None) -> dict[str, Any]:
+    """A call's simulation as the page shows it, from its line of the ledger."""
+    return {"label": label or "turn", **_figures(e), "limit": e.possible.limit, "provider": e.rules, "model": e.model,
+            "warnings": list(e.warnings), "what_if": False}  # fmt: skip
+
+
+def _ledger_diff(e: CacheEntry) -> dict[str, Any] | None:
+    """The ledger's first difference, in the shape of :func:`first_difference` (a part and an
+    item of it, not a segment)."""
+    if e.compared_with is None:
+        return None
+    d = e.first_difference
+    if d is None:
+        return {"previous": e.compared_with, "same": True, "segment": None, "component": None, "byte": None,
+                "offset": None, "part": None, "index": None, "before": "", "after": "",
+                "reason": f"nothing it sent differs from call {e.compared_with} (it may add to the end)"}  # fmt: skip
+    what = {"tools": "tool", "system": "system text", "messages": "message"}[d.part]
+    return {"previous": e.compared_with, "same": False, "segment": None, "component": None, "byte": None,
+            "offset": d.offset, "part": d.part, "index": d.index, "before": d.before, "after": d.after,
+            "reason": f"{what} {d.index} differs from call {e.compared_with} at character {d.offset}"}  # fmt: skip
 
 
 def first_difference(before: Context, after: Context, previous: int) -> dict[str, Any]:

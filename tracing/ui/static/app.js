@@ -126,7 +126,7 @@ function renderTreeHead() {
     h("h2", {}, h("span", { class: "muted", text: t ? `${t.kind} ` : "tree " }), h("span", { class: "mono", text: state.treeId })),
     t ? h("p", { class: "summary" },
       statusBadge(t.status),
-      ` ${fmtInt(t.calls)} calls · ${fmtInt(t.spans)} spans · ${fmtInt(tokensOf(t.usage))} tokens · ${fmtCost(t.cost)} · ${fmtTime(t.start_ns)}`,
+      ` ${fmtInt(t.calls)} calls · ${fmtInt(t.spans)} spans · ${fmtInt(tokensOf(t.usage))} tokens · ${fmtCost(t.cost)} from reported usage · ${fmtTime(t.start_ns)}`,
       t.services && t.services.length ? h("span", { class: "muted", text: ` · ${t.services.join(", ")}` }) : null) : null,
   );
 }

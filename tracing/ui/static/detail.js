@@ -1,9 +1,11 @@
 // detail.js: the right pane, one model call as the model saw it (/ui/api/calls/{n}).
-//   header (function, call path, model, status, latency, usage, verified), provider select,
-//   the segments in order (collapsible, coloured by layer, cache numbers, ▲ breakpoints,
-//   "# you are here" highlighted), exchanges, the diff with the previous call, and the request
-//   JSON per wire with a copy button. Calls another instrumentation traced ("reconstructed")
-//   get a banner and their system texts, messages and output by role instead.
+//   header (function, call path, model, status, latency, usage and cost as reported, verified),
+//   provider select (a what-if), the prompt cache pane (reported by the provider beside
+//   simulated, the reason in one sentence, the call it was compared with), the segments in
+//   order (collapsible, coloured by layer, simulated cache numbers, ▲ breakpoints, "# you are
+//   here" highlighted), exchanges, the diff with the compared call, and the request JSON per
+//   wire with a copy button. Calls another instrumentation traced ("reconstructed") get a
+//   banner, their system texts, messages and output by role, the cache pane and the diff.
 // Segment #seg-I in the URL fragment is expanded and scrolled to; toggling a segment updates
 // the fragment with history.replaceState.
 
@@ -102,6 +104,7 @@ export class CallDetail {
       "article",
       { "data-testid": "call", "data-index": d.index, class: "call" },
       this.header(d),
+      this.cachePane(d),
       h("section", { class: "block", "aria-labelledby": "segs-title" },
         h("div", { class: "sec-head" },
           h("h3", { id: "segs-title", text: `Context: ${segs.length} segments` }),
@@ -128,7 +131,7 @@ export class CallDetail {
     const named = (sim && sim.provider) || this.provider || d.provider;
     const providers = facets.providers && facets.providers.length ? facets.providers : named ? [named] : [];
     const current = named || providers[0];
-    const problems = [...(d.problems || []), ...((sim && sim.warnings) || [])];
+    const problems = [...(d.problems || []), ...((sim && sim.what_if && sim.warnings) || [])]; // the call's own: in the cache pane
     const pct = d.tokens ? Math.round((100 * d.cacheable_tokens) / d.tokens) : 0;
     const jump = (sel) => () => this.root.querySelector(sel)?.scrollIntoView({ block: "start" });
     return h("header", { class: "call-head" },
@@ -139,8 +142,8 @@ export class CallDetail {
         meta("provider", d.provider || "—"),
         meta("status", statusBadge(d.status), d.error ? h("span", { class: "error", text: ` ${d.error}` }) : null),
         meta("latency", fmtMs(d.latency_ms)),
-        meta("usage", fmtUsage(d.usage)),
-        meta("cost", fmtCost(d.cost)),
+        meta("usage (reported)", fmtUsage(d.usage)),
+        meta("cost (reported usage)", fmtCost(d.cost)),
         meta("started", fmtTime(d.start_ns)),
         d.reconstructed ? null : meta("request", d.verified
           ? h("span", { class: "ok", text: "verified ✓", title: `the rebuilt request matches what was sent (sha256 ${d.request_sha256 || ""})` })
@@ -153,8 +156,8 @@ export class CallDetail {
         h("label", {}, "simulate cache for ",
           h("select", { "data-testid": "provider-select", onchange: (e) => this.onProvider(e.target.value) },
             providers.map((p) => h("option", { value: p, selected: p === current, text: p })))),
-        sim ? h("span", { class: "sim-nums" },
-          ` read ${fmtInt(sim.read)} · written ${fmtInt(sim.write)} · uncached ${fmtInt(sim.uncached)} of ${fmtInt(sim.total)}`,
+        sim ? h("span", { class: "sim-nums", "data-testid": "sim-nums" },
+          ` simulated${sim.what_if ? " (what-if)" : ""}: read ${fmtInt(sim.read)} · written ${fmtInt(sim.write)} · uncached ${fmtInt(sim.uncached)} of ${fmtInt(sim.total)}`,
           sim.limit ? ` (limit ${fmtInt(sim.limit)})` : "",
           ` · ${fmtCost(sim.cost)} (without cache ${fmtCost(sim.cost_uncached)})`,
           sim.model ? h("span", { class: "muted", text: ` · ${sim.model}` }) : null) : null,
@@ -227,20 +230,21 @@ export class CallDetail {
   diff(d) {
     const df = d.diff;
     const attrs = { "data-testid": "diff", class: "block diff", "aria-labelledby": "diff-title" };
-    const title = h("h3", { id: "diff-title", text: "Difference with the previous call" });
-    if (!df) return h("section", attrs, title, h("p", { class: "muted", text: "The first call of its tree: nothing to compare with." }));
+    const title = h("h3", { id: "diff-title", text: "Difference with the call it was compared with" });
+    if (!df) return h("section", attrs, title, h("p", { class: "muted", text: "No earlier call shares a prefix with it, or it cannot be compared: nothing to compare with." }));
     const prev = h("a", { href: `/ui/calls/${df.previous}`, onclick: (e) => { e.preventDefault(); this.onCall(df.previous); }, text: `call ${df.previous}` });
     if (df.same) return h("section", { ...attrs, "data-same": "true" }, title, h("p", { class: "ok" }, "same as ", prev, ": the context did not change"));
     const segLink = df.segment !== null && df.segment !== undefined
       ? h("a", { href: `#seg-${df.segment}`, onclick: (e) => { e.preventDefault(); history.replaceState(history.state, "", `${location.pathname}${location.search}#seg-${df.segment}`); this.applyHash(); }, text: `segment ${df.segment} (${df.component || "?"})` })
       : null;
     const [before, after] = excerpts(df.before || "", df.after || "");
-    return h("section", { ...attrs, "data-component": df.component ?? "", "data-segment": df.segment ?? "" },
+    const partNote = df.part ? `: first change in ${PART_NAMES[df.part] || df.part} ${df.index} at character ${fmtInt(df.offset)}` : "";
+    return h("section", { ...attrs, "data-component": df.component ?? "", "data-segment": df.segment ?? "", "data-part": df.part ?? "", "data-item": df.index ?? "" },
       title,
       h("p", {}, df.reason || "the context changed"),
-      h("p", { class: "muted" }, "compared with ", prev, segLink ? [": first change in ", segLink] : null,
+      h("p", { class: "muted" }, "compared with ", prev, segLink ? [": first change in ", segLink] : partNote,
         df.byte !== null && df.byte !== undefined ? ` at byte ${fmtInt(df.byte)}` : "",
-        df.offset !== null && df.offset !== undefined ? ` (byte ${fmtInt(df.offset)} of the whole context)` : ""),
+        !df.part && df.offset !== null && df.offset !== undefined ? ` (byte ${fmtInt(df.offset)} of the whole context)` : ""),
       h("div", { class: "excerpts" },
         h("div", {}, h("h4", { text: `before (call ${df.previous})` }), h("pre", { class: "text before" }, before)),
         h("div", {}, h("h4", { text: `after (call ${d.index})` }), h("pre", { class: "text after" }, after))),
@@ -286,7 +290,8 @@ export class CallDetail {
       this.header(d),
       h("div", { "data-testid": "unrebuilt", class: "banner warn-banner", role: "note" },
         h("strong", { text: "cannot be rebuilt" }),
-        h("span", { text: ` — ${d.reason}. The cache simulation and the chart skip this call.` })));
+        h("span", { text: ` — ${d.reason}. The cache simulation and the chart skip this call.` })),
+      this.cachePane(d));
   }
 
   // ---- calls another instrumentation traced ------------------------------------------------
@@ -299,14 +304,48 @@ export class CallDetail {
       this.header(d),
       h("div", { "data-testid": "reconstructed", class: "banner warn-banner", role: "note" },
         h("strong", { text: "reconstructed from the span, not verified" }),
-        h("span", { text: ` — another instrumentation traced this call; what follows is read from its span attributes${d.source ? ` (${d.source})` : ""}, not rebuilt from callctx's own record.` })),
+        h("span", { text: ` — another instrumentation traced this call; what follows is read from its span${d.source ? ` (${d.source})` : ""}, not rebuilt from callctx's own record.` })),
+      this.cachePane(d),
       h("section", { class: "block" }, h("h3", { text: `System: ${(d.system || []).length}` }),
         (d.system || []).map((t) => h("pre", { class: "text", text: asText(t) }))),
       byRole(`Messages: ${(d.messages || []).length}`, d.messages || []),
       byRole("Output", d.output || []),
+      this.diff(d),
+    );
+  }
+
+  // ---- the prompt cache --------------------------------------------------------------------
+
+  /** What the provider reported beside what its rules made possible, and why it read less. */
+  cachePane(d) {
+    const c = d.cache;
+    if (!c) return null;
+    const rep = c.reported;
+    const p = c.possible || {};
+    const link = (n) => h("a", { href: `/ui/calls/${n}`, onclick: (e) => { e.preventDefault(); this.onCall(n); }, text: `call ${n}` });
+    const said = rep
+      ? `read ${fmtInt(rep.cache_read ?? 0)} · written ${fmtInt(rep.cache_write ?? 0)}` + (rep.input !== undefined ? ` · input ${fmtInt(rep.input)}` : "")
+      : "not reported";
+    const simulated = c.reason === "unknown"
+      ? "nothing to simulate"
+      : `read ${fmtInt(p.cache_read)} · written ${fmtInt(p.cache_write)} of ${fmtInt(p.tokens)}` + (p.limit ? ` (any cache could serve ${fmtInt(p.limit)})` : "");
+    return h("section", { class: "block cache-pane", "data-testid": "cache", "data-reason": c.reason, "aria-labelledby": "cache-title" },
+      h("h3", { id: "cache-title", text: "Prompt cache" }),
+      h("p", {}, h("span", { class: `badge reason reason-${c.reason}`, "data-testid": "cache-reason", text: c.reason }), " ", h("span", { "data-testid": "cache-sentence", text: c.sentence })),
+      h("dl", { class: "meta" },
+        meta("reported by the provider", h("span", { "data-testid": "cache-reported", text: said })),
+        meta(`simulated (${c.rules}${c.model ? `, ${c.model}` : ""})`, h("span", { "data-testid": "cache-simulated", text: simulated })),
+        c.compared_with !== null && c.compared_with !== undefined
+          ? meta("compared with", link(c.compared_with), c.gap_seconds !== null && c.gap_seconds !== undefined ? ` · ${fmtInt(Math.round(c.gap_seconds))} s earlier` : "")
+          : null,
+        c.lost_tokens ? meta("lost", `${fmtInt(c.lost_tokens)} tokens sent again`, c.lost_usd !== null && c.lost_usd !== undefined ? ` · ${fmtCost(c.lost_usd)}` : "") : null,
+      ),
+      (c.warnings || []).length ? h("ul", { class: "problems", role: "note" }, c.warnings.map((w) => h("li", { text: w }))) : null,
     );
   }
 }
+
+const PART_NAMES = { tools: "tool", system: "system text", messages: "message" };
 
 // ---- helpers ---------------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@
 //     rendered flat (one treeitem per visible node, aria-level for depth) so that keyboard
 //     moves are sibling moves. It marks the selected call's path (class on-path) and keeps
 //     expanded nodes and focus across live refreshes.
-//   - Chart: an SVG of cached (read, written) vs uncached tokens per call, with cost as a line;
+//   - Chart: an SVG of simulated cached (read, written) vs uncached tokens per call, with the
+//     simulated cost and the provider's reported cache read as lines;
 //     calls are binned when there are more calls than pixels.
 
 import { api, h, setChildren, fmtInt, fmtCost, fmtMs, tokensOf, statusBadge } from "./api.js";
@@ -430,10 +431,12 @@ function revealIn(box, el) {
 
 // ---- chart ---------------------------------------------------------------------------------
 
+// Bars: the simulated cache (the provider's rules over each request); the line marked
+// "reported": the cache read the provider reported in each call's usage.
 const SERIES = [
-  ["read", "cached (read)"],
-  ["write", "cache written"],
-  ["uncached", "uncached"],
+  ["read", "simulated: read"],
+  ["write", "simulated: written"],
+  ["uncached", "simulated: uncached"],
 ];
 
 export class Chart {
@@ -499,7 +502,7 @@ export class Chart {
     for (let b = 0; b < nb && n; b++) {
       const lo = Math.floor((b * n) / nb);
       const hi = Math.max(lo + 1, Math.floor(((b + 1) * n) / nb));
-      const bin = { lo, hi, read: 0, write: 0, uncached: 0, cost: 0, pick: calls[lo].index };
+      const bin = { lo, hi, read: 0, write: 0, uncached: 0, cost: 0, reported: 0, pick: calls[lo].index };
       let worst = -1;
       for (let i = lo; i < hi; i++) {
         const c = calls[i];
@@ -507,14 +510,16 @@ export class Chart {
         bin.write += c.write;
         bin.uncached += c.uncached;
         bin.cost += c.cost || 0;
+        bin.reported += c.reported_read || 0;
         if (c.uncached > worst) [worst, bin.pick] = [c.uncached, c.index];
       }
-      for (const k of ["read", "write", "uncached", "cost"]) bin[k] /= hi - lo; // mean per call
+      for (const k of ["read", "write", "uncached", "cost", "reported"]) bin[k] /= hi - lo; // mean per call
       bins.push(bin);
     }
     this.bins = bins;
     this.geom = { pad, bw: pw / nb };
-    const maxT = Math.max(1, ...bins.map((b) => b.read + b.write + b.uncached));
+    const maxT = Math.max(1, ...bins.map((b) => Math.max(b.read + b.write + b.uncached, b.reported)));
+    const reported = this.data.reported || { calls: 0, read: 0, write: 0, cost: 0 };
     const maxC = Math.max(0, ...bins.map((b) => b.cost));
     const bw = pw / nb;
     const gap = bw >= 4 ? 1 : 0;
@@ -529,17 +534,19 @@ export class Chart {
         base -= hgt;
       }
     });
+    const repPts = reported.calls ? bins.map((b, i) => `${(pad.l + (i + 0.5) * bw).toFixed(1)},${(pad.t + ph - y(b.reported)).toFixed(1)}`).join(" ") : "";
     const costPts = maxC > 0 ? bins.map((b, i) => `${(pad.l + (i + 0.5) * bw).toFixed(1)},${(pad.t + ph - (b.cost / maxC) * ph).toFixed(1)}`).join(" ") : "";
     const selAt = this.selected === undefined ? -1 : bins.findIndex((b) => calls.slice(b.lo, b.hi).some((c) => c.index === this.selected));
     const label = (x, yy, text, anchor = "start") => h("text", { x, y: yy, "text-anchor": anchor, class: "axis", text });
     this.svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     this.svg.setAttribute("width", W);
     this.svg.setAttribute("height", H);
-    this.svg.setAttribute("aria-label", `tokens per call for ${fmtInt(n)} calls: ${fmtInt(totals.read)} read from cache, ${fmtInt(totals.write)} written, ${fmtInt(totals.uncached)} uncached`);
+    this.svg.setAttribute("aria-label", `tokens per call for ${fmtInt(n)} calls: simulated ${fmtInt(totals.read)} read from cache, ${fmtInt(totals.write)} written, ${fmtInt(totals.uncached)} uncached; reported by the provider ${fmtInt(reported.read)} read`);
     setChildren(this.svg,
       h("line", { x1: pad.l, x2: pad.l + pw, y1: pad.t + ph, y2: pad.t + ph, class: "baseline" }),
       ...SERIES.map(([k]) => h("path", { d: paths[k], class: `s-${k}` })),
       costPts ? h("polyline", { points: costPts, class: "s-cost" }) : null,
+      repPts ? h("polyline", { points: repPts, class: "s-reported", "data-testid": "chart-reported" }) : null,
       selAt >= 0 ? h("line", { x1: pad.l + (selAt + 0.5) * bw, x2: pad.l + (selAt + 0.5) * bw, y1: pad.t, y2: pad.t + ph, class: "sel" }) : null,
       label(pad.l - 4, pad.t + 8, fmtInt(Math.round(maxT)), "end"),
       label(pad.l - 4, pad.t + ph, "0", "end"),
@@ -550,11 +557,15 @@ export class Chart {
     const binned = nb < n ? ` · each bar: mean of ~${fmtInt(Math.round(n / nb))} calls` : "";
     this.legend.replaceChildren(
       ...SERIES.map(([k, text]) => h("span", { class: "key" }, h("i", { class: `sw s-${k}` }), text)),
-      h("span", { class: "key" }, h("i", { class: "sw s-cost line" }), `cost (${this.data.provider || "provider"})`),
+      h("span", { class: "key" }, h("i", { class: "sw s-cost line" }), `simulated cost (${this.data.provider || "provider"})`),
+      ...(reported.calls ? [h("span", { class: "key" }, h("i", { class: "sw s-reported line" }), "reported by the provider: cache read")] : []),
     );
+    const said = reported.calls
+      ? ` · reported by the provider (${fmtInt(reported.calls)} calls): read ${fmtInt(reported.read)} · written ${fmtInt(reported.write)} · cost ${fmtCost(reported.cost)}`
+      : " · the provider reported no cache use";
     this.summary =
-      `${fmtInt(n)} calls · read ${fmtInt(totals.read)} · written ${fmtInt(totals.write)} · uncached ${fmtInt(totals.uncached)}` +
-      ` · cost ${fmtCost(totals.cost)} (without cache ${fmtCost(totals.cost_uncached)})${binned}`;
+      `${fmtInt(n)} calls · simulated: read ${fmtInt(totals.read)} · written ${fmtInt(totals.write)} · uncached ${fmtInt(totals.uncached)}` +
+      ` · cost ${fmtCost(totals.cost)} (without cache ${fmtCost(totals.cost_uncached)})${said}${binned}`;
     this.readout.textContent = this.summary;
   }
 
@@ -571,6 +582,9 @@ export class Chart {
     if (!b) return;
     const calls = this.data.calls;
     const span = b.hi - b.lo > 1 ? `calls #${calls[b.lo].index}–#${calls[b.hi - 1].index} (mean)` : `call #${calls[b.lo].index} ${calls[b.lo].label || ""}`;
-    this.readout.textContent = `${span}: read ${fmtInt(Math.round(b.read))} · written ${fmtInt(Math.round(b.write))} · uncached ${fmtInt(Math.round(b.uncached))} · ${fmtCost(b.cost)} — click to open #${b.pick}`;
+    const one = b.hi - b.lo === 1 ? calls[b.lo] : null;
+    const rep = one ? (one.reported_read === null || one.reported_read === undefined ? "not reported" : `read ${fmtInt(one.reported_read)}`) : `read ${fmtInt(Math.round(b.reported))}`;
+    const why = one && one.reason ? ` · ${one.reason}` : "";
+    this.readout.textContent = `${span}: simulated read ${fmtInt(Math.round(b.read))} · written ${fmtInt(Math.round(b.write))} · uncached ${fmtInt(Math.round(b.uncached))} · ${fmtCost(b.cost)}; reported ${rep}${why} — click to open #${b.pick}`;
   }
 }

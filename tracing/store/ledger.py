@@ -1,0 +1,178 @@
+"""The cache ledger of a store: :class:`callctx.components.cache_ledger.Ledger` fed with the
+store's model calls in call order, kept up to date as calls arrive, and read by call number.
+
+Any :class:`~callctx.store.model.Store` feeds it: our calls' requests are rebuilt from their
+manifests (the texts read a page at a time), other instrumentations' reconstructed from their
+spans. It only steps forward; a call that arrives late with an earlier start changes the order,
+and the ledger then starts again from the last checkpoint before that call (a copy of its state
+every ``CHECKPOINT`` calls, the last few kept), or from the start.
+
+Threading: one lock; :meth:`LedgerView.update` may run in a background thread (``callctx
+serve``'s indexer calls it after indexing) while readers ask for entries.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from callctx.components import cache
+from callctx.components.cache_ledger import Entry, Item, Ledger, Parts, parts_of_context, request_of_parts
+from callctx.components.providers import SIMULATED, cache_row, named
+from callctx.projection.calls import ModelCall, Usage
+from callctx.projection.errors import NotFound
+
+from .contexts import Unrebuildable, reconstruct, restore
+from .model import Recorded, Store, out_of_range
+
+log = logging.getLogger(__name__)
+
+PAGE = 500  # calls read from the store at a time
+CHECKPOINT = 1000  # calls between copies of the ledger's state
+CHECKPOINTS_KEPT = 4
+DEFAULT_RULES = SIMULATED[0]  # the cache a call of no known provider (a scripted model) is simulated with
+
+
+def offline(call: ModelCall) -> bool:
+    """Did no provider answer the call (the scripted model)? Then its usage says nothing of a cache."""
+    try:
+        return call.provider is not None and named(call.provider).offline
+    except KeyError:
+        return False
+
+
+def rules_row(call: ModelCall) -> str:
+    """The cache-rules row a call's provider (or model) names."""
+    return cache_row(call.provider, call.model) or DEFAULT_RULES
+
+
+class LedgerView:
+    """The ledger of one store, brought up to date on demand (see the module docstring)."""
+
+    def __init__(self, store: Store, rules: Mapping[str, Any] | None = None, *, ttl: float | None = None) -> None:
+        self.store = store
+        self._rules = rules
+        self._ttl = ttl
+        self._lock = threading.RLock()
+        self._tokenize = cache.Tokenizer()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ledger = Ledger(self._rules, ttl=self._ttl)
+        self._order: list[str] = []  # span ids fed, in call order
+        self._checkpoints: list[tuple[int, Ledger, list[str]]] = []
+
+    @property
+    def fed(self) -> int:
+        return len(self._order)
+
+    def entry(self, n: int) -> Entry:
+        """Call ``n``'s entry (the ledger brought up to it first)."""
+        with self._lock:
+            self.update(upto=n)
+            if not 1 <= n <= len(self.ledger.entries):
+                raise out_of_range(n, self.store.state().calls)
+            return self.ledger.entries[n - 1]
+
+    def entries_of(self, numbers: Sequence[int]) -> list[Entry]:
+        """The entries of calls ``numbers`` (the ledger brought up to the last of them first)."""
+        if not numbers:
+            return []
+        with self._lock:
+            self.update(upto=max(numbers))
+            have = len(self.ledger.entries)
+            for n in numbers:
+                if not 1 <= n <= have:
+                    raise out_of_range(n, self.store.state().calls)
+            return [self.ledger.entries[n - 1] for n in numbers]
+
+    def entries(self) -> list[Entry]:
+        """Every call's entry, in call order."""
+        with self._lock:
+            self.update()
+            return list(self.ledger.entries)
+
+    def update(self, upto: int | None = None) -> int:
+        """Feed the calls the store holds that the ledger has not seen (up to call ``upto``);
+        returns how many calls the ledger covers."""
+        with self._lock:
+            fed = self.fed
+            if fed:
+                head = self.store.calls(offset=fed - 1, limit=1).items
+                if not head or head[0].span_id != self._order[-1]:  # the order changed: start again
+                    self._rewind()
+            while upto is None or self.fed < upto:
+                page = self.store.calls(offset=self.fed, limit=PAGE).items
+                if not page:
+                    break
+                if upto is not None:
+                    page = page[: max(0, upto - self.fed)]
+                self._feed(page)
+                if len(page) < PAGE:
+                    break
+            return self.fed
+
+    def _rewind(self) -> None:
+        """Back to the last checkpoint whose calls are still the first calls, in order."""
+        while self._checkpoints:
+            n, snapshot, order = self._checkpoints[-1]
+            head = self.store.calls(offset=0, limit=n).items if n <= PAGE * 4 else None
+            if head is not None and [c.span_id for c in head] == order:
+                self.ledger, self._order = copy.deepcopy(snapshot), list(order)
+                return
+            self._checkpoints.pop()
+        log.info("callctx: the calls' order changed; the cache ledger starts again")
+        self._reset()
+
+    def _feed(self, calls: Sequence[ModelCall]) -> None:
+        recorded = self.store.recorded_many(calls)
+        for call, rec in zip(calls, recorded, strict=True):
+            self.ledger.add(self._item(call, rec))
+            self._order.append(call.span_id)
+            if self.fed % CHECKPOINT == 0:
+                self._checkpoints.append((self.fed, copy.deepcopy(self.ledger), list(self._order)))
+                del self._checkpoints[:-CHECKPOINTS_KEPT]
+
+    def _item(self, call: ModelCall, rec: Recorded) -> Item:
+        u = call.usage if not offline(call) else Usage()
+        request: cache.Request | None = None
+        parts: Parts | None = None
+        marked = True
+        unknown: str | None = None
+        if call.manifest is not None:
+            try:
+                context, exchanges = restore(call, rec.texts)
+            except Unrebuildable as e:
+                unknown = f"it cannot be rebuilt ({e}): the cache never saw it here"
+            else:
+                request = cache.request_of(context, exchanges, tokenize=self._tokenize)
+                parts = parts_of_context(context, exchanges)
+        else:
+            messages = reconstruct(rec).messages
+            parts = Parts(system=list(messages.system), messages=[f"{m.role}: {m.text}" for m in messages.messages])
+            marked = bool(u.cache_read or u.cache_write)  # a foreign request marks nothing we can see
+            if not parts.empty:
+                request = request_of_parts(parts, self._tokenize, marked=marked)
+        return Item(
+            call=call.index, span_id=call.span_id, start_ns=call.start_ns, model=call.model, function=call.function,
+            service=call.service, tree=call.tree, rules=rules_row(call), usage_read=u.cache_read,
+            usage_write=u.cache_write, usage_input=u.input, request=request, parts=parts, marked=marked,
+            unknown_because=unknown,
+        )  # fmt: skip
+
+
+def entry_json(e: Entry) -> dict[str, Any]:
+    """An entry as ``callctx cache --why --json`` and ``/api/calls/{n}/cache`` answer."""
+    import msgspec
+
+    out = msgspec.to_builtins(e)
+    out["reported"] = (
+        None if e.reported is None else {k: v for k, v in msgspec.structs.asdict(e.reported).items() if v is not None}
+    )
+    return out
+
+
+__all__ = ["LedgerView", "NotFound", "entry_json", "rules_row"]
