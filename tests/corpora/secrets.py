@@ -11,12 +11,15 @@ the values are the same on every run.
   whose header and footer may stay, and a webhook URL, whose host may stay).
 * :data:`IN_CONTEXT`: secrets recognisable only by what is around them (``password: ...``,
   ``Authorization: Basic ...``, ``postgres://user:pw@host``), in the same form.
+* :data:`SEPARATED_KEYS` (part of :data:`SECRETS`): PEM private keys whose line breaks were
+  replaced on the way (`` | ``, spaces, a literal ``\\n`` or ``\\r\\n``, nothing), and one cut short.
 * :data:`CARRIERS`: functions that put a text into a larger one, in the shapes texts take on the
   way out of an agent: prose, JSON (once, twice, after an escaped newline, tab, quote, or
   ``\\uXXXX``), YAML, ``.env``, a query string, a header, a URL, an exception, a ``repr()``.
   :data:`JSON_CARRIERS` names the ones whose output is JSON, :data:`NESTED_JSON` the ones that
   hold JSON in a JSON string.
-* :func:`leaked`: whether any part of a sensitive string survives in a text, raw or JSON-escaped.
+* :func:`leaked`: whether any part of a sensitive string survives in a text, raw or JSON-escaped;
+  :func:`leaks_in` the same for many strings in one large text.
 """
 
 from __future__ import annotations
@@ -189,6 +192,16 @@ IN_CONTEXT: list[Secret] = [
     Secret("query_secret", f"https://b.s3.amazonaws.com/k?X-Amz-Expires=60&X-Amz-Signature={_amz}", _amz),
 ]
 
+# Private keys whose line breaks were replaced on the way (an exception message joined with " | ",
+# text flattened to spaces, literal "\n" or "\r\n" two-character sequences, lines joined with
+# nothing), and one cut short with no footer: made after the rest, so the values above stay.
+_SEPARATORS = (" | ", " ", "\\n", "\\r\\n", "")
+SEPARATED_KEYS: list[Secret] = [Secret("private_key", *_pem("PRIVATE KEY", 1218, newline=sep)) for sep in _SEPARATORS]
+_cut, _ = _pem("RSA PRIVATE KEY", 1190, newline=" | ")
+_cut = _cut[: len(_cut) // 2]
+SEPARATED_KEYS.append(Secret("private_key", _cut, _cut[len("-----BEGIN RSA PRIVATE KEY----- | ") :]))
+SECRETS += SEPARATED_KEYS
+
 
 # --- carriers ----------------------------------------------------------------------------------
 
@@ -309,3 +322,20 @@ def leaked(sensitive: str, text: str) -> bool:
         if len(form) > CORE and any(form[i : i + CORE] in text for i in range(len(form) - CORE + 1)):
             return True
     return False
+
+
+def leaks_in(text: str) -> Callable[[str], bool]:
+    """:func:`leaked` for many sensitive strings in one large ``text``: its runs of :data:`CORE`
+    characters are indexed once, so each look-up is a set membership."""
+    runs = {text[i : i + CORE] for i in range(len(text) - CORE + 1)}
+
+    def check(sensitive: str) -> bool:
+        for form in _forms(sensitive):
+            if len(form) < CORE:
+                if form in text:
+                    return True
+            elif any(form[i : i + CORE] in runs for i in range(len(form) - CORE + 1)):
+                return True
+        return False
+
+    return check

@@ -88,9 +88,52 @@ def test_headers_footers_and_hosts_stay(carrier):
             out = R.redact(CARRIERS[carrier](s.text))
             if s.kind == "slack_webhook":
                 assert out == CARRIERS[carrier](s.text.replace(s.sensitive, REDACTED))
-            else:
-                head, foot = s.text.splitlines()[0], s.text.splitlines()[-1]
-                assert out == CARRIERS[carrier](head + REDACTED + foot)
+                continue
+            head = re.match(r"-----BEGIN [A-Z ]+-----", s.text)
+            foot = re.search(r"-----END [A-Z ]+-----$", s.text)
+            assert head is not None
+            if foot is not None:
+                assert out == CARRIERS[carrier](head.group() + REDACTED + foot.group())
+            else:  # cut short: the body goes from the header on
+                assert CARRIERS[carrier](head.group() + REDACTED).split(REDACTED)[0] + REDACTED in out
+
+
+PEM_LINES = next(s.text for s in SECRETS if s.text.startswith("-----BEGIN RSA")).splitlines()
+
+
+@pytest.mark.parametrize("sep", [" | ", " ", "\\n", "\\\\n", "\r\n", "\\r\\n", "", "<br>", "; ", " || "])
+@pytest.mark.parametrize("cut", [False, True])
+def test_a_private_key_goes_whatever_joins_its_lines(sep, cut):
+    """Line breaks replaced on the way (an exception message joined with " | ", a text flattened
+    to spaces, literal escapes, nothing), with its footer or cut short without one."""
+    lines = PEM_LINES[:6] if cut else PEM_LINES
+    body = sep.join(lines[1:] if cut else lines[1:-1])
+    text = sep.join(lines)
+    for carrier in ("plain", "exception", "json_newline", "json_twice", "markdown"):
+        out = R.redact(CARRIERS[carrier](text))
+        assert not leaked(body, out), (carrier, out[:200])
+        assert lines[0] in out and (cut or lines[-1] in out)
+        if carrier in JSON_CARRIERS:
+            json.loads(out)
+    assert R.findings(text) == ["private_key"]
+    if not cut:
+        assert R.redact(f"key: {text}, done.") == f"key: {lines[0]}{REDACTED}{lines[-1]}, done."
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("loads", [json.loads, None])
+def test_a_private_key_kept_as_a_list_of_lines_goes_line_by_line_and_json_stays(depth, loads):
+    doc = {"key": PEM_LINES, "n": 12, "ok": True}
+    text = json.dumps(doc) if loads else repr(doc)
+    for _ in range(depth):
+        text = json.dumps({"k": text})
+    out = R.redact(text)
+    assert not leaked("".join(PEM_LINES[1:-1])[:200], out) and out.count(REDACTED) == len(PEM_LINES) - 2
+    if loads:
+        got = json.loads(out)
+        for _ in range(depth):
+            got = json.loads(got["k"])
+        assert got == {"key": [PEM_LINES[0], *[REDACTED] * (len(PEM_LINES) - 2), PEM_LINES[-1]], "n": 12, "ok": True}
 
 
 # --- the JSON-escape boundary ------------------------------------------------------------------
@@ -203,6 +246,8 @@ BENIGN = [
     "key: value, monkey: banana, turkey=3",
     "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
     "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+    "The header is -----BEGIN PRIVATE KEY-----. The footer is -----END PRIVATE KEY-----.",
+    "-----BEGIN PRIVATE KEY-----",
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
     "naïve café — “quoted” 🙂",
 ]

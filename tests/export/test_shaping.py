@@ -1,18 +1,26 @@
-"""Export shaping: secrets redacted, values cut with JSON kept valid, spans and requests
-bounded, and the local log untouched."""
+"""Export shaping: secrets redacted in every carrier of a span (and nothing else changed, byte
+for byte), values cut with JSON kept valid, spans and requests bounded, and the local log
+untouched."""
 
 from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanContext, TraceState
 
 from callctx import agentic
 from callctx.export.shaping import REDACTED, Shaper, ShapingExporter, estimated_size, shrink_json, truncate
-from callctx.projection import Projection
+from callctx.projection import Projection, jaeger, otlp
 from callctx.projection import schema as s
+from callctx.projection.events import SpanEvent, SpanLink
+from callctx.projection.spans import SpanData
 
 SECRETS = [
     "sk-proj-abcdefghijklmnopqrstuvwx1234",
@@ -105,3 +113,98 @@ def test_span_cap_and_request_split(runtime):
     assert len(batches) > 1 and all(sum(estimated_size(x) for x in b) <= 100_000 for b in batches)
     assert sum(len(b) for b in batches) == len(many)
     assert exporter.export(many) is SpanExportResult.SUCCESS and len(sink.get_finished_spans()) == len(many)
+
+
+# --- every carrier of a span, and what is not a secret ------------------------------------------
+
+SCHEMA = "https://opentelemetry.io/schemas/1.24.0"
+RESOURCE = {
+    "service.name": "billing-api",
+    "service.version": "2.4.1",
+    "deployment.environment": "production",
+    "host.name": "ip-10-0-3-17.ec2.internal",
+    "cloud.region": "eu-west-1",
+    "telemetry.sdk.language": "python",
+    "process.command_args": ("python", "-m", "billing", "--max-tokens=512"),
+}
+ATTRIBUTES = {
+    "gen_ai.usage.input_tokens": 120,
+    "gen_ai.request.max_tokens": 512,
+    "http.request.header.accept": ("*/*",),
+    "cache_key": "users:42",
+    "token_count": 7,
+    "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5",
+    "session.id": "s-1",
+    "url.full": "https://example.com:8443/path?x=1&page=2",
+    "ok": True,
+    "ratio": 0.25,
+}
+SCOPE = ("opentelemetry.instrumentation.httpx", "0.48b0")
+EVENTS = ["exception", "gen_ai.choice", "retry: backoff 2s (attempt 2 of 3)"]
+
+
+def _sdk_span(resource, scope, events, attributes, link_attributes, trace_state=()):
+    provider = TracerProvider(resource=Resource(resource, SCHEMA))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer(*scope, SCHEMA, {"instrumentation.kind": "client"})
+    state = TraceState(trace_state)
+    remote = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, True, trace_state=state)
+    links = [Link(remote, link_attributes)]
+    with tracer.start_as_current_span("GET /v1/items", attributes=attributes, links=links) as sp:
+        for name in events:
+            sp.add_event(name, {"exception.message": "read timed out after 30s", "index": 0})
+    provider.shutdown()
+    return memory.get_finished_spans()[0]
+
+
+def _span_data(resource, scope, events, attributes, link_attributes):
+    return SpanData(
+        trace_id="0af7651916cd43dd8448eb211c80319c", span_id="b7ad6b7169203331", parent_id=None,
+        name="GET /v1/items", start_ns=1, end_ns=2, attributes=attributes, resource=resource, scope=scope,
+        events=[SpanEvent(n, 1, {"detail": {"exception.message": "timed out", "index": 0}}) for n in events],
+        links=[SpanLink("0af7651916cd43dd8448eb211c80319d", "b7ad6b7169203332", link_attributes)],
+    )  # fmt: skip
+
+
+def test_what_is_not_a_secret_leaves_byte_for_byte():
+    """Resource attributes, scope, event names, keys (at any depth), links and trace state that
+    hold no secret come out exactly as they went in, on the SDK path and the export-file path."""
+    span = _sdk_span(RESOURCE, SCOPE, EVENTS, ATTRIBUTES, {"link.reason": "retry of 3"}, [("vendor", "blue-42")])
+    shaped = Shaper().span(span)
+    assert encode_spans([shaped]).SerializeToString() == encode_spans([span]).SerializeToString()
+    assert shaped.resource is span.resource and shaped.instrumentation_scope is span.instrumentation_scope
+
+    request = {"headers": {"accept": "*/*", "x-request-id": "req-7"}, "tries": [{"max_tokens": 5}]}
+    resource = {**RESOURCE, "deploy": {"region": "eu", "cache_key": "k"}}
+    data = _span_data(resource, SCOPE[0], EVENTS, {**ATTRIBUTES, "request": request}, {"a": {"b": 1}})
+    out = Shaper().span_data(data)
+    assert msgspec.json.encode(out) == msgspec.json.encode(data)
+    assert json.dumps(otlp.encode_json([out])) == json.dumps(otlp.encode_json([data]))
+    assert json.dumps(jaeger.encode([out])) == json.dumps(jaeger.encode([data]))
+
+
+def test_secrets_in_every_carrier_of_a_span_go():
+    key = SECRETS[0]
+    other = "sk-proj-zyxwvutsrqponmlkjihgfedcba9876"
+    resource = {"service.name": f"billing {key}", "api_key": "plain-looking-value", key: "1", "note": f"k={key}"}
+    attrs = {key: 1, other: 2, "nested": {"a": {key: {"b": other}}}, REDACTED: 3}
+    span = _sdk_span(resource, (f"lib {key}", f"v {key}"), [f"boom {key}"], {key: 1, other: 2}, {key: f"x {other}"},
+                     [("vendor", other)])  # fmt: skip
+    shaped = Shaper().span(span)
+    assert dict(shaped.resource.attributes) == {
+        "service.name": f"billing {REDACTED}", "api_key": REDACTED, REDACTED: "1", "note": f"k={REDACTED}",
+    }  # fmt: skip
+    scope = shaped.instrumentation_scope
+    assert (scope.name, scope.version) == (f"lib {REDACTED}", f"v {REDACTED}")
+    assert [e.name for e in shaped.events] == [f"boom {REDACTED}"]
+    assert dict(shaped.attributes) == {REDACTED: 1, f"{REDACTED} 2": 2}  # keys redacted alike stay apart
+    assert dict(shaped.links[0].attributes) == {REDACTED: f"x {REDACTED}"}
+    assert dict(shaped.links[0].context.trace_state) == {"vendor": REDACTED}
+    data = Shaper().span_data(_span_data(resource, f"lib {key}", [f"boom {key}"], attrs, {"m": {key: other}}))
+    assert data.resource == {"service.name": f"billing {REDACTED}", "api_key": REDACTED, REDACTED: "1",
+                             "note": f"k={REDACTED}"}  # fmt: skip
+    assert data.attributes == {REDACTED: 1, f"{REDACTED} 2": 2, "nested": {"a": {REDACTED: {"b": REDACTED}}},
+                               f"{REDACTED} 3": 3}  # fmt: skip
+    assert (data.scope, data.events[0].name) == (f"lib {REDACTED}", f"boom {REDACTED}")
+    assert data.links[0].attributes == {"m": {REDACTED: REDACTED}}

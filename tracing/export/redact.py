@@ -1,5 +1,6 @@
-r"""Secret redaction for everything that leaves the process: span attributes, events, status and
-exception messages, resource attributes, recorded texts.
+r"""Secret redaction for everything that leaves the process: span attributes (keys and values),
+names of spans, events and scopes, status and exception messages, resource attributes,
+recorded texts.
 
 :class:`Redactor` replaces each secret it finds with ``[REDACTED]`` (for ``key: value`` pairs,
 headers and URLs, only the value). It holds on raw text and on JSON-encoded text alike, the form
@@ -25,15 +26,19 @@ there (the literal prefilter, ``callctx.components.literal_prefilter``). A 256 K
 takes 2 to 3 ms; a text made of nothing but triggers (``password=password=...``) at most about
 a tenth of a second, since values have bounded lengths.
 
+Names (attribute keys, span, event and scope names) repeat on every span: :meth:`Redactor.redact_name`
+remembers the short ones it redacted (a bounded :class:`Memo`), so that a key costs a look-up.
+
 Thread safety: a :class:`Redactor` is immutable after construction (compiled patterns in
-tuples, no caches), so one instance can be shared by every thread.
+tuples; its memo of names only ever maps a name to the same redacted name), so one instance can
+be shared by every thread.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from callctx.components.literal_prefilter import Needle, Prefilter
 
@@ -41,12 +46,40 @@ __all__ = [
     "DEFAULT_PATTERNS",
     "REDACTED",
     "SECRET_KEYS",
+    "Memo",
     "Redactor",
     "SecretPattern",
     "word_start",
 ]
 
 REDACTED = "[REDACTED]"
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_W = TypeVar("_W")
+
+
+class Memo(Generic[_K, _W]):
+    """Results remembered by key, at most ``size`` of them (then all are forgotten at once).
+    Shared by threads without a lock: a result is only ever computed again, never mixed up."""
+
+    __slots__ = ("_items", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._items: dict[_K, _W] = {}
+        self._size = size
+
+    def get(self, key: _K, make: Callable[[], _W]) -> _W:
+        """The result for ``key``, made by ``make()`` the first time."""
+        try:
+            return self._items[key]
+        except KeyError:
+            pass
+        result = make()
+        if len(self._items) >= self._size:
+            self._items.clear()
+        self._items[key] = result
+        return result
 
 
 class SecretPattern(NamedTuple):
@@ -172,17 +205,47 @@ _AUTH_SCHEMES = r"(?:bearer|basic|token|bot|digest|apikey|api-key|key|sso-key|ot
 _FOLLOW_KEY = r"(?:\\*[\"'])?[ \t]*[:=]"  # what follows a key name: its quote, the separator
 _SLACK = ("xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-")
 
+# A PEM private key. With its footer: everything between header and footer (up to the first
+# five dashes, within 32 KiB, holding a run of 16 base64 characters), whatever joins its lines.
+# Cut short (no footer): the body runs to the first character a body cannot hold: base64,
+# white space, escaped newlines at any depth, Proc-Type/DEK-Info punctuation, and the separator
+# between the header and the first line (`` | ``, ``", "``, ``<br>``...: ``sep``), which stands
+# for a line break.
+_PEM_HEAD = r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_FOOT = r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_ANY = r"(?:[^-]|-(?!----))"
+_PEM = (
+    _PEM_HEAD
+    + r"(?:(?=(?P<sep><br\s*/?>|[^A-Za-z0-9+/=\\\-]{1,8})(?:[A-Za-z0-9+/]{16}|Proc-Type:)))?"
+    + rf"(?P<secret>(?>{_PEM_ANY}{{0,256}}?[A-Za-z0-9+/]{{16}}){_PEM_ANY}{{0,32768}}+(?={_PEM_FOOT})"
+    + r"|(?:(?(sep)(?P=sep)|(?!))|[A-Za-z0-9+/=:,\s]|-(?!----)|\\+[nrt])++)"
+    + rf"(?:{_PEM_FOOT})?"
+)
+# Inside a PEM body: an escape (at any depth) or a run of base64 characters.
+_PEM_PIECE = re.compile(r"\\+(?:u[0-9A-Fa-f]{4}|[\s\S])|(?P<run>[A-Za-z0-9+/=]+)")
+_JSON_WORD = re.compile(r"\d+(?:[eE]\d+)?|true|false|null")
+
+
+def _pem_body(m: re.Match[str]) -> str:
+    """The body of a PEM key, gone. When its lines were joined by quotes (a list of lines, in
+    JSON or a repr), each line goes on its own, so that the quotes, and the JSON around them,
+    stay as they were (a number or a literal between them too)."""
+    body = m.group("secret")
+    if '"' not in body and "'" not in body:
+        return REDACTED
+
+    def piece(p: re.Match[str]) -> str:
+        run = p.group("run")
+        return p.group() if run is None or _JSON_WORD.fullmatch(run) else REDACTED
+
+    return _PEM_PIECE.sub(piece, body)
+
+
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
-    # PEM blocks: header and footer stay; the body (newlines raw or escaped at any depth, legacy
-    # Proc-Type/DEK-Info lines) goes. Without a footer (a cut text) the body runs to the first
-    # character a body cannot hold.
-    SecretPattern(
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?P<secret>(?:[A-Za-z0-9+/=:,\s]|-(?!----)|\\+[nrt])+)"
-        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
-        ("-----BEGIN",),
-    ),
+    # PEM blocks: header and footer stay; the body goes, whatever its lines were joined with on
+    # the way (newlines raw or escaped at any depth, `` | ``, spaces, nothing, quotes of a list
+    # of lines) and with legacy Proc-Type/DEK-Info lines (:data:`_PEM`).
+    SecretPattern("private_key", _PEM, ("-----BEGIN",), _pem_body),
     SecretPattern("anthropic", rf"sk-ant-{word_start(7)}{_TOKEN}{{20,}}", ("sk-ant-",), word=True),
     # sk-, sk-proj-, sk-svcacct-, sk-admin-, and the sk-<hex> keys of OpenAI-compatible APIs;
     # a digit is required so that kebab-case words after "sk-" are left alone
@@ -329,6 +392,7 @@ def _compile(p: SecretPattern | str | re.Pattern[str]) -> _Rule:
 
 
 _WINDOW = 64  # inside a secret found, starts this close to its end are tried again
+_NAME = 256  # names up to this long are remembered
 
 
 class Redactor:
@@ -341,7 +405,8 @@ class Redactor:
     keys whose values :meth:`redact_value` replaces wholesale (default :data:`SECRET_KEYS`).
     """
 
-    __slots__ = ("_prefilter", "_rules", "_secret_keys")
+    __slots__ = ("_names", "_prefilter", "_rules", "_secret_keys")
+    _names: Memo[str, str]
     _prefilter: Prefilter
     _rules: tuple[_Rule, ...]
     _secret_keys: re.Pattern[str]
@@ -358,6 +423,7 @@ class Redactor:
         object.__setattr__(self, "_rules", rules)
         object.__setattr__(self, "_prefilter", Prefilter((n for r in rules for n in r.needles), ascii=True))
         object.__setattr__(self, "_secret_keys", SECRET_KEYS if secret_keys is None else secret_keys)
+        object.__setattr__(self, "_names", Memo[str, str](4096))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Redactor is immutable")
@@ -375,6 +441,13 @@ class Redactor:
         patterns, only the value)."""
         return self._run(text, None)
 
+    def redact_name(self, name: str) -> str:
+        """A name (an attribute key, a span, event or scope name) redacted as by :meth:`redact`;
+        names up to 256 characters are remembered, since they repeat on every span."""
+        if len(name) > _NAME:
+            return self._run(name, None)
+        return self._names.get(name, lambda: self._run(name, None))
+
     def findings(self, text: str) -> list[str]:
         """The kind of each secret :meth:`redact` replaces, one entry per secret, in text order."""
         found: list[str] = []
@@ -384,8 +457,9 @@ class Redactor:
     def redact_value(self, key: str, value: Any) -> Any:
         """An attribute value: a string under a key that names a secret (``authorization``,
         ``password``, ``api_key``, ``client_secret``, ``set-cookie``...) is replaced wholesale;
-        other strings are redacted; lists and tuples element by element, mappings key by key;
-        numbers, booleans and None are kept (they are never secrets by key)."""
+        other strings are redacted; lists and tuples element by element, mappings key by key
+        (:meth:`redact_mapping`: their keys redacted too); numbers, booleans and None are kept
+        (they are never secrets by key)."""
         if isinstance(value, str):
             if value and self._secret_keys.search(key):
                 return REDACTED
@@ -393,14 +467,31 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return type(value)(self.redact_value(key, v) for v in value)
         if isinstance(value, Mapping):
-            return {k: self.redact_value(str(k), v) for k, v in value.items()}
+            return self.redact_mapping(value, self.redact_value)
         if isinstance(value, (bytes, bytearray)) and value and self._secret_keys.search(key):
             return REDACTED
         return value
 
     def redact_attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-        """:meth:`redact_value` over every item of an attribute mapping."""
-        return {k: self.redact_value(k, v) for k, v in (attributes or {}).items()}
+        """:meth:`redact_value` over every item of an attribute mapping, keys redacted too."""
+        return self.redact_mapping(attributes, self.redact_value)
+
+    def redact_mapping(self, mapping: Mapping[_K, _V] | None, value: Callable[[str, _V], _W]) -> dict[str, _W]:
+        """``mapping`` with its keys redacted (a secret used as a key goes as anywhere else) and
+        each value replaced by ``value(key, v)``, given the key as it was (which tells whether
+        the value is a secret by its key). Keys redacted alike are told apart by a number
+        (``[REDACTED]``, ``[REDACTED] 2``), so that no value is lost."""
+        out: dict[str, _W] = {}
+        for k, v in (mapping or {}).items():
+            key = k if isinstance(k, str) else str(k)
+            new = self.redact_name(key)
+            if new in out:
+                n = 2
+                while f"{new} {n}" in out:
+                    n += 1
+                new = f"{new} {n}"
+            out[new] = value(key, v)
+        return out
 
     def is_secret_key(self, key: str) -> bool:
         """Whether :meth:`redact_value` replaces a string under ``key`` wholesale."""

@@ -1,12 +1,14 @@
 """Export shaping: what leaves the process is redacted and bounded; the local log is not.
 
-:class:`Shaper` holds the rules: secrets redacted (:mod:`callctx.export.redact`) in every attribute,
-event, link, status message and resource attribute, long values cut with JSON kept valid,
-each span capped. :class:`ShapingExporter` wraps the exporter callctx adds (and splits
-batches so no export request passes 4 MiB, gRPC's default message limit);
-:class:`ShapingProcessor` wraps the processors of a provider callctx joins, so the program's
-own exporters get shaped copies too. Everything works on copies: the projection and the
-event log always see full io, since they are fed by their own processor.
+:class:`Shaper` holds the rules: secrets redacted (:mod:`callctx.export.redact`) in everything a
+span carries (its name; attribute keys and values, nested maps included; event names and
+attributes; link attributes; the status message; the resource, ``service.name`` included;
+the instrumentation scope; trace state), values under keys that name a secret replaced whole,
+long values cut with JSON kept valid, each span capped. :class:`ShapingExporter` wraps the
+exporter callctx adds (and splits batches so no export request passes 4 MiB, gRPC's default
+message limit); :class:`ShapingProcessor` wraps the processors of a provider callctx joins, so
+the program's own exporters get shaped copies too. Everything works on copies: the projection
+and the event log always see full io, since they are fed by their own processor.
 """
 
 from __future__ import annotations
@@ -14,24 +16,28 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import Link, Status
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, Status, TraceState
 
-from callctx.export.redact import REDACTED, Redactor, SecretPattern
-from callctx.projection.spans import SpanData, SpanEvent
+from callctx.export.redact import REDACTED, Memo, Redactor, SecretPattern
+from callctx.projection.events import SpanEvent, SpanLink
+from callctx.projection.spans import SpanData
 
 __all__ = ["REDACTED", "Shaper", "ShapingExporter", "ShapingProcessor", "shrink_json", "truncate"]
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST = 4 * 1024 * 1024 - 64 * 1024  # keep headroom under 4 MiB for the envelope
+
+_T = TypeVar("_T")
 
 
 class Shaper:
@@ -40,7 +46,8 @@ class Shaper:
     span capped at ``max_span`` bytes.
 
     ``secrets``: your own patterns, searched for besides the defaults; ``redactor``: a whole
-    :class:`Redactor` of your own instead. Immutable once built: share one between threads.
+    :class:`Redactor` of your own instead. Immutable once built (it remembers the resources it
+    shaped, each always to the same result): share one between threads.
     """
 
     def __init__(
@@ -54,28 +61,40 @@ class Shaper:
         self.redactor = redactor if redactor is not None else Redactor(extra=secrets)
         self.max_value = max_value
         self.max_span = max_span
+        # a resource is the same on every span of a process: shaped once (by its content)
+        self._resources: Memo[bytes, Resource] = Memo(64)
+        self._resource_maps: Memo[bytes, dict[str, Any]] = Memo(64)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED]``."""
         return self.redactor.redact(text)
 
     def value(self, key: str, value: Any, limit: int) -> Any:
+        """An attribute value under ``key``, redacted (whole under a key that names a secret) and
+        cut to ``limit`` characters; sequences item by item, mappings as :meth:`attributes`."""
         if isinstance(value, str):
             return truncate(self.redactor.redact_value(key, value), limit)
         if isinstance(value, (list, tuple)):
             return tuple(self.value(key, v, limit) for v in value)
-        return value
+        if isinstance(value, Mapping):
+            return self.attributes(value, limit)
+        return self.redactor.redact_value(key, value)
 
     def attributes(self, attrs: Mapping[str, Any] | None, limit: int) -> dict[str, Any]:
-        return {k: self.value(k, v, limit) for k, v in (attrs or {}).items()}
+        """Attributes shaped: keys redacted, values as :meth:`value`, at any depth."""
+        return self.redactor.redact_mapping(attrs, lambda k, v: self.value(k, v, limit))
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
-        """A shaped copy of an SDK span (attributes, events, status, resource); the span itself
-        is untouched."""
+        """A shaped copy of an SDK span (name, attributes, events, links, status, resource,
+        instrumentation scope, trace state); the span itself is untouched."""
         limit = self.max_value
+        names = [self.redactor.redact_name(e.name) for e in span.events]
         while True:
             attrs = self.attributes(span.attributes, limit)
-            events = [Event(e.name, self.attributes(e.attributes, limit), e.timestamp) for e in span.events]
+            events = [
+                Event(n, self.attributes(e.attributes, limit), e.timestamp)
+                for n, e in zip(names, span.events, strict=True)
+            ]
             size = _size(attrs) + sum(_size(e.attributes) + len(e.name) for e in events)
             if size <= self.max_span or limit <= 256:
                 break
@@ -85,34 +104,82 @@ class Shaper:
         status = span.status
         if status.description:
             status = Status(status.status_code, truncate(self.redact(status.description), self.max_value))
-        resource = span.resource
-        if resource is not None and resource.attributes:
-            resource = Resource(self.attributes(resource.attributes, self.max_value), resource.schema_url)
         return ReadableSpan(
-            name=span.name,
-            context=span.context,
+            name=self.redactor.redact_name(span.name),
+            context=self._context(span.context) if span.context is not None else None,
             parent=span.parent,
-            resource=resource,
+            resource=self._resource(span.resource),
             attributes=attrs,
             events=events,
-            links=[Link(link.context, self.attributes(link.attributes, limit)) for link in span.links],
+            links=[Link(self._context(lk.context), self.attributes(lk.attributes, limit)) for lk in span.links],
             kind=span.kind,
             status=status,
             start_time=span.start_time,
             end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
+            instrumentation_scope=self._scope(span.instrumentation_scope),
         )
 
     def span_data(self, span: SpanData) -> SpanData:
-        """A shaped copy of a format-neutral span (export files)."""
+        """A shaped copy of a format-neutral span (export files): name, attributes, events,
+        links, error, resource and scope."""
         limit = self.max_value
+        name = self.redactor.redact_name
         return msgspec.structs.replace(
             span,
-            name=self.redact(span.name),
+            name=name(span.name),
             attributes=self.attributes(span.attributes, limit),
-            events=[SpanEvent(e.name, e.time_ns, self.attributes(e.attributes, limit)) for e in span.events],
+            events=[SpanEvent(name(e.name), e.time_ns, self.attributes(e.attributes, limit)) for e in span.events],
             error=truncate(self.redact(span.error), limit) if span.error else span.error,
+            resource=_memo(self._resource_maps, span.resource, lambda: self.attributes(span.resource, limit)),
+            scope=name(span.scope) if span.scope else span.scope,
+            links=[SpanLink(lk.trace_id, lk.span_id, self.attributes(lk.attributes, limit)) for lk in span.links],
         )
+
+    def _resource(self, resource: Resource | None) -> Resource | None:
+        if resource is None:
+            return None
+
+        def shaped() -> Resource:
+            attrs = self.attributes(resource.attributes, self.max_value)
+            schema_url = self.redact(resource.schema_url)
+            if attrs == resource.attributes and schema_url == resource.schema_url:
+                return resource
+            return Resource(attrs, schema_url)
+
+        return _memo(self._resources, (dict(resource.attributes), resource.schema_url), shaped)
+
+    def _scope(self, scope: InstrumentationScope | None) -> InstrumentationScope | None:
+        if scope is None:
+            return None
+        name = self.redactor.redact_name(scope.name)
+        version = self.redactor.redact_name(scope.version) if scope.version else scope.version
+        schema_url = self.redact(scope.schema_url) if scope.schema_url else scope.schema_url
+        attrs = self.attributes(scope.attributes, self.max_value)
+        if (name, version, schema_url, attrs) == (scope.name, scope.version, scope.schema_url, scope.attributes):
+            return scope
+        return InstrumentationScope(name, version, schema_url, attrs)
+
+    def _context(self, context: SpanContext) -> SpanContext:
+        """The context with its trace state's values redacted (an entry whose key is a secret,
+        or whose value no longer fits the W3C rules, is dropped)."""
+        if not context.trace_state:
+            return context
+        name = self.redactor.redact_name
+        shaped = [(k, name(v)) for k, v in context.trace_state.items() if name(k) == k]
+        if shaped == list(context.trace_state.items()):
+            return context
+        return SpanContext(
+            context.trace_id, context.span_id, context.is_remote, context.trace_flags, TraceState(shaped)
+        )
+
+
+def _memo(memo: Memo[bytes, _T], content: object, make: Callable[[], _T]) -> _T:
+    """``make()``, remembered in ``memo`` by ``content`` (as MessagePack: types told apart)."""
+    try:
+        key = msgspec.msgpack.encode(content)
+    except (TypeError, ValueError, OverflowError):  # something MessagePack does not hold: not remembered
+        return make()
+    return memo.get(key, make)
 
 
 def _size(attrs: Any) -> int:
@@ -123,6 +190,8 @@ def _size(attrs: Any) -> int:
             total += len(v.encode("utf-8", errors="replace"))
         elif isinstance(v, (list, tuple)):
             total += sum(len(str(x)) + 4 for x in v)
+        elif isinstance(v, Mapping):
+            total += _size(v)
         else:
             total += 8
     return total
