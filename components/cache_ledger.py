@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, AnyStr, Literal
 
 import msgspec
 
@@ -53,6 +53,7 @@ Part = Literal["tools", "system", "messages"]
 STEP = 64  # tokens between the marks that find the earlier call sharing the longest prefix
 EXCERPT = 40  # characters shown each side of a first difference
 PARTS_KEPT = 1024  # calls whose parts stay in memory for the comparisons that follow
+MARKS_KEPT = 400_000  # prefix marks kept (the latest sent); an older prefix is compared by function instead
 HIT_SLACK = 0.1  # a provider may count a few tokens differently: within this share (and 128 tokens) is a hit
 
 
@@ -258,8 +259,12 @@ class Ledger:
         return lo, self._marks[marks[lo - 1]] if lo else None
 
     def _remember(self, item: Item, cacheable: int, marks: list[int]) -> None:
+        known = self._marks
         for h in marks:
-            self._marks[h] = item.call
+            known.pop(h, None)  # moved to the end: the latest call that sent it
+            known[h] = item.call
+        while len(known) > MARKS_KEPT:
+            del known[next(iter(known))]
         self._seen[item.call] = _Seen(item.call, item.start_ns, item.model, item.rules, cacheable, item.marked)
         if item.parts is not None:
             self._parts[item.call] = item.parts
@@ -339,18 +344,12 @@ def _same_start(before: Parts | None, after: Parts | None) -> bool:
 
 def _marks(req: cache.Request) -> list[int]:
     """The hash of the request's token prefix every ``STEP`` tokens."""
+    ids = [t for b in req.blocks for t in b.tokens]
     out: list[int] = []
     h = 0
-    n = 0
-    pending: list[int] = []
-    for b in req.blocks:
-        for t in b.tokens:
-            pending.append(t)
-            n += 1
-            if n % STEP == 0:
-                h = cache._chain_memo(h, tuple(pending))
-                pending.clear()
-                out.append(h)
+    for at in range(STEP, len(ids) + 1, STEP):
+        h = cache._chain_memo(h, tuple(ids[at - STEP : at]))
+        out.append(h)
     return out
 
 
@@ -386,7 +385,7 @@ def first_difference(before: Parts | None, after: Parts) -> Difference | None:
                 return None  # the same conversation, cut shorter: nothing this call sent differs
             if old is None and part == "messages":
                 return None  # a message added at the end: the prefix before it is unchanged
-            at = _common(old or "", new or "")
+            at = common_prefix(old or "", new or "")
             return Difference(part, i, at, _excerpt(old or "", at), _excerpt(new or "", at))
     return None
 
@@ -402,12 +401,17 @@ def tool_change(before: Parts | None, after: Parts) -> ToolChange:
     )
 
 
-def _common(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def common_prefix(a: AnyStr, b: AnyStr) -> int:
+    """The length of the common prefix of ``a`` and ``b`` (a binary search on slices: the
+    comparisons run in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _excerpt(text: str, at: int) -> str:
@@ -515,6 +519,7 @@ __all__ = [
     "Reason",
     "Reported",
     "ToolChange",
+    "common_prefix",
     "first_difference",
     "parts_of_context",
     "request_of_parts",

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from callctx.projection import schema as s
-from callctx.projection.ancestry import Ancestor, Chain, agentic_chain
+from callctx.projection.ancestry import MAX_DEPTH, Ancestor, Chain, agentic_chain
 from callctx.projection.calls import ModelCall, RunStatus, Usage, model_call
 from callctx.projection.dialects import classify, conversation, function_name
 from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted
@@ -43,8 +43,8 @@ from .model import Filter, Spend, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
-VERSION = 4  # the schema's, in SQLite's user_version: an index of another version is made anew
-_TABLES = ("spans", "calls", "traces", "memberships", "blobs", "extras", "pending", "meta")
+VERSION = 5  # the schema's, in SQLite's user_version: an index of another version is made anew
+_TABLES = ("spans", "calls", "traces", "memberships", "blobs", "extras", "pending", "wrapped", "meta")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, name TEXT, kind TEXT, function TEXT,
@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, at INTEGER NOT NULL, le
 CREATE TABLE IF NOT EXISTS extras (trace_id TEXT NOT NULL, at INTEGER NOT NULL, len INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS extras_trace ON extras(trace_id);
 CREATE TABLE IF NOT EXISTS pending (missing TEXT NOT NULL, call TEXT NOT NULL, PRIMARY KEY (missing, call));
+CREATE TABLE IF NOT EXISTS wrapped (span_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 """
 
@@ -538,7 +539,8 @@ class _Block:
             db.executemany(_UPSERT_END, end_rows)
         if call_ends:
             db.executemany(_UPDATE_CALL_END, call_ends)
-        self._resolve_waiting(arrived)
+        resolved = self._resolve_waiting(arrived)
+        self._unwrap(call_rows, call_ends, resolved)
         self._traces()
 
     # -- starts ---------------------------------------------------------------------------------
@@ -613,6 +615,8 @@ class _Block:
             chain = self._chain(st.parent_id)
             if chain.in_our_call:
                 return None
+            if self._wrapped(st.span_id, st.parent_id, call.usage, end is not None):
+                return None
             call.path, call.function = chain.path, chain.function
             if not chain.complete and chain.missing is not None:
                 self.db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, st.span_id))
@@ -620,6 +624,12 @@ class _Block:
         return (call.span_id, call.trace_id, call.parent_id, call.start_ns, call.end_ns, call.status, call.error,
                 service, session, call.model, call.provider, call.function, json.dumps(call.path), call.manifest,
                 _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write))  # fmt: skip
+
+    def _wrapped(self, span_id: str, parent_id: str | None, usage: Usage, ended: bool) -> bool:
+        """Is this LLM span a wrapper already found, or a preparation under one (ended, no usage)?"""
+        bare = ended and usage.input is None and usage.output is None
+        ids = (span_id, parent_id) if bare and parent_id is not None else (span_id, None)
+        return self.db.execute("SELECT 1 FROM wrapped WHERE span_id IN (?, ?)", ids).fetchone() is not None
 
     def _up(self, parent_id: str | None) -> _Known | None:
         if parent_id is None:
@@ -688,8 +698,8 @@ class _Block:
         return end_rows, call_ends
 
     # -- the rest -------------------------------------------------------------------------------
-    def _resolve_waiting(self, arrived: list[str]) -> None:
-        """Calls whose chain stopped at a span this block brought: walk them again."""
+    def _resolve_waiting(self, arrived: list[str]) -> list[str]:
+        """Calls whose chain stopped at a span this block brought: walk them again (returns them)."""
         db = self.db
         waiting: list[str] = []
         for chunk in _padded(arrived):
@@ -711,6 +721,51 @@ class _Block:
             updates.append((chain.function, json.dumps(chain.path), call_id))
         if updates:
             db.executemany("UPDATE calls SET function = ?, path = ? WHERE span_id = ?", updates)
+        return [u[2] for u in updates]
+
+    def _unwrap(self, call_rows: list[tuple[Any, ...]], call_ends: list[tuple[Any, ...]], resolved: list[str]) -> None:
+        """One model call per request: an LLM span of another instrumentation above one that
+        carries the usage is a wrapper (a framework's ``predict_and_call`` around the client's
+        ``chat``), not a call; nor is an LLM span under a wrapper that carries none (its
+        preparation). Found whichever of them arrives first: when the usage arrives, or when
+        the spans above a call that carries it do."""
+        db = self.db
+        carriers = [(r[0], r[2]) for r in call_rows if r[13] is None and (r[14] is not None or r[15] is not None)]
+        bare = [r[-1] for r in call_ends if r[3] is None and r[4] is None]
+        carried = [r[-1] for r in call_ends if r[3] is not None or r[4] is not None] + resolved
+        for chunk in _padded(list(dict.fromkeys(carried))):
+            carriers += db.execute(
+                f"SELECT span_id, parent_id FROM calls WHERE span_id IN ({_IN_LIST}) AND manifest IS NULL "
+                "AND (input IS NOT NULL OR output IS NOT NULL)",
+                chunk,
+            ).fetchall()
+        wrappers: dict[str, None] = {}
+        for _, parent in carriers:
+            seen = 0
+            while parent is not None and seen < MAX_DEPTH:
+                up = self._up(parent)
+                if up is None:
+                    break
+                if up.kind == "llm" and not up.ours:
+                    wrappers[parent] = None
+                parent = up.parent_id
+                seen += 1
+        if wrappers:
+            ids = list(wrappers)
+            db.executemany("INSERT OR IGNORE INTO wrapped VALUES (?)", [(w,) for w in ids])
+            for chunk in _padded(ids):
+                db.execute(f"DELETE FROM calls WHERE span_id IN ({_IN_LIST})", chunk)
+                db.execute(
+                    f"DELETE FROM calls WHERE parent_id IN ({_IN_LIST}) AND manifest IS NULL AND input IS NULL "
+                    "AND output IS NULL",
+                    chunk,
+                )  # fmt: skip
+        for chunk in _padded(bare):  # a call that ended with no usage under a wrapper: its preparation
+            db.execute(
+                f"DELETE FROM calls WHERE span_id IN ({_IN_LIST}) AND manifest IS NULL AND input IS NULL "
+                "AND output IS NULL AND parent_id IN (SELECT span_id FROM wrapped)",
+                chunk,
+            )  # fmt: skip
 
     def _traces(self) -> None:
         db = self.db

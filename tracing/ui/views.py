@@ -24,6 +24,7 @@ import msgspec
 
 from callctx.components import cache, wire
 from callctx.components.cache import exchange_text
+from callctx.components.cache_ledger import common_prefix
 from callctx.components.context import Context
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResults
 from callctx.projection.calls import ModelCall, Usage
@@ -382,7 +383,7 @@ def first_difference(before: Context, after: Context, previous: int) -> dict[str
         if old is not None and new is not None and old.component == new.component and old_bytes == new_bytes:
             offset += len(new_bytes)
             continue
-        byte = _common_prefix(old_bytes, new_bytes) if old is not None and new is not None else 0
+        byte = common_prefix(old_bytes, new_bytes) if old is not None and new is not None else 0
         if old is not None and new is not None and old.component != new.component:
             byte = 0
         seg = new if new is not None else old
@@ -406,18 +407,6 @@ def first_difference(before: Context, after: Context, previous: int) -> dict[str
         }  # fmt: skip
     return {"previous": previous, "same": True, "segment": None, "component": None, "byte": None, "offset": None,
             "before": "", "after": "", "reason": f"the same segments as call {previous}"}  # fmt: skip
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    lo, hi = 0, n  # a[:lo] == b[:lo]; binary search on slices is faster than a byte loop
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _excerpt(data: bytes, at: int) -> str:

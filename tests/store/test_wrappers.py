@@ -1,0 +1,116 @@
+"""One model call per request. LlamaIndex's agents, traced by OpenInference, make three LLM-kind
+spans for one request to the provider: the outer ``predict_and_call`` wrapper, a
+``_prepare_chat_with_tools`` preparation under it, and the client's ``chat`` that carries the
+usage. Only the last is a call, whatever order the records arrive in and however the log is
+cut into blocks; an LLM span that wraps nothing, or wraps one that reports no usage, stays a
+call; the SDK's own span under one of callctx's calls stays part of that call."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from helpers.stores import calls_of, log_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from callctx.projection import schema as s
+from callctx.projection.events import SpanEnded, SpanStarted, encode
+from callctx.projection.log import EventLog
+from callctx.store.local import LocalStore
+
+TRACE = "cd" * 16
+LLM = {s.SPAN_KIND: "LLM"}
+
+
+def span(n: int, parent: int | None, name: str, start: int, end: int, attrs=None, usage=None) -> tuple:
+    sid, pid = format(n, "016x"), format(parent, "016x") if parent else None
+    started = SpanStarted(TRACE, sid, pid, name, start, {**LLM, **(attrs or {})} if name != "agent" else
+                          {s.SPAN_KIND: "AGENT", s.AGENT_NAME: "support"})  # fmt: skip
+    ended = SpanEnded(TRACE, sid, end, "ok", None, usage or {})
+    return started, ended
+
+
+def llama_request() -> list:
+    """An agent span, and the three LLM spans of one request under it."""
+    said = json.dumps(["ChatMessage(role=<MessageRole.USER: 'user'>, content='What is the refund policy?')"])
+    out = []
+    for pair in (
+        span(1, None, "agent", 0, 100),
+        span(2, 1, "OpenAI.predict_and_call", 10, 90, {s.INPUT_VALUE: said, "llm.model_name": "gpt-4o"}),
+        span(3, 2, "OpenAI._prepare_chat_with_tools", 11, 12, {"llm.model_name": "gpt-4o"}),
+        span(4, 2, "OpenAI.chat", 13, 80, {"llm.model_name": "gpt-4o", "llm.input_messages.0.message.role": "user",
+                                           "llm.input_messages.0.message.content": "What is the refund policy?"},
+             {"llm.token_count.prompt": 1200, "llm.token_count.completion": 30}),
+    ):  # fmt: skip
+        out += pair
+    return out
+
+
+def only_the_request(calls) -> bool:
+    return [c.span_id for c in calls] == [format(4, "016x")] and calls[0].function == "support"
+
+
+def indexed_in_blocks(records, cuts, tmp_path) -> list:
+    """The calls of a log written (and indexed) a block at a time, cut at ``cuts``."""
+    path = tmp_path / "blocks.jsonl"
+    path.unlink(missing_ok=True)
+    with EventLog(path) as log, LocalStore(path) as store:
+        at = 0
+        for cut in [*sorted(cuts), len(records)]:
+            for rec in records[at:cut]:
+                log.write(encode(rec))
+            log.flush()
+            store.refresh()
+            at = cut
+        return [store.call(n) for n in range(1, store.state().calls + 1)]
+
+
+def test_a_wrapper_and_its_preparation_are_not_calls():
+    assert only_the_request(calls_of(llama_request()))
+
+
+def test_in_the_order_spans_end_as_an_exporter_sends_them():
+    by_end = sorted(range(0, 8, 2), key=lambda i: llama_request()[i + 1].end_ns)
+    records = llama_request()
+    assert only_the_request(calls_of([r for i in by_end for r in (records[i], records[i + 1])]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.permutations(range(8)), cuts=st.sets(st.integers(1, 7), max_size=4))
+def test_any_order_and_any_blocks(order, cuts, tmp_path_factory):
+    records = [llama_request()[i] for i in order]
+    assert only_the_request(indexed_in_blocks(records, cuts, tmp_path_factory.mktemp("w")))
+
+
+def test_every_order_record_by_record(tmp_path):
+    records = llama_request()
+    for order in itertools.islice(itertools.permutations(range(8)), 0, 40320, 997):
+        assert only_the_request(indexed_in_blocks([records[i] for i in order], range(1, 8), tmp_path)), order
+
+
+def test_an_llm_span_alone_or_above_one_without_usage_stays_a_call():
+    alone = [*span(1, None, "agent", 0, 100), *span(2, 1, "OpenAI.chat", 10, 90, {"llm.model_name": "gpt-4o"})]
+    assert len(calls_of(alone)) == 1
+    nested_without_usage = [
+        *span(1, None, "agent", 0, 100),
+        *span(2, 1, "outer", 10, 90, {"llm.model_name": "gpt-4o"}, {"llm.token_count.prompt": 10}),
+        *span(3, 2, "inner", 11, 80, {"llm.model_name": "gpt-4o"}),
+    ]
+    assert [c.span_id for c in calls_of(nested_without_usage)] == [format(2, "016x"), format(3, "016x")]
+
+
+def test_two_requests_under_one_wrapper_are_two_calls():
+    records = llama_request() + list(
+        span(5, 2, "OpenAI.chat", 81, 89, {"llm.model_name": "gpt-4o"}, {"llm.token_count.prompt": 1300})
+    )
+    assert [c.span_id for c in calls_of(records)] == [format(4, "016x"), format(5, "016x")]
+
+
+def test_a_restart_indexes_the_same_calls(tmp_path):
+    path = log_of(llama_request(), tmp_path)
+    with LocalStore(path) as store:
+        first = store.state().calls
+    (tmp_path / "records.jsonl.index.sqlite").unlink()  # indexed anew from the log
+    with LocalStore(path) as store:
+        assert store.state().calls == first == 1
