@@ -1,9 +1,15 @@
 """Reading spans written by anyone: our own, the GenAI conventions, OpenInference, Langfuse
-and OpenLLMetry (Traceloop).
+and OpenLLMetry (Traceloop), and the frameworks whose spans differ from those.
 
 The fold needs five facts about a span: its kind (agentic / llm / tool / other), the function
 name, its input, its output and the session it belongs to. Each dialect stores them under
 different attributes; this module is the one place that knows where.
+
+Framework differences read here: an agent span that names its agent only as a graph node
+(OpenInference's CrewAI ``_execute_core`` spans carry the agent's role in ``graph.node.id``;
+Agno names it in ``graph.node.name``) is named by that node, not by its span name; Google
+ADK's ``call_llm`` span, which names no operation, is a model call (``gen_ai.system`` =
+``gcp.vertex.agent``, ``google/adk/telemetry/tracing.py`` ``trace_call_llm``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ LANGFUSE_INPUT = "langfuse.observation.input"
 LANGFUSE_OUTPUT = "langfuse.observation.output"
 OPENINFERENCE_AGENT = "agent.name"
 OPENINFERENCE_TOOL = "tool.name"
+GRAPH_NODE_NAME = "graph.node.name"
+GRAPH_NODE_ID = "graph.node.id"
+ADK_SYSTEM = "gcp.vertex.agent"  # the gen_ai.system of every span Google ADK writes
+ADK_CALL_LLM = "call_llm"
 TRACELOOP_KIND = "traceloop.span.kind"
 TRACELOOP_NAME = "traceloop.entity.name"
 TRACELOOP_INPUT = "traceloop.entity.input"
@@ -76,6 +86,8 @@ def classify(name: str, attrs: dict[str, Any]) -> Kind:
     tl = attrs.get(TRACELOOP_KIND)
     if tl is not None:
         return _BY_TRACELOOP.get(str(tl).lower(), "other")
+    if name == ADK_CALL_LLM and attrs.get("gen_ai.system") == ADK_SYSTEM:
+        return "llm"
     return "other"
 
 
@@ -92,7 +104,15 @@ def function_name(name: str, kind: Kind, attrs: dict[str, Any]) -> str:
     """The name shown as ``function`` (or ``tool`` / ``model``) in the tree."""
     if kind == "agentic":
         # OpenLLMetry copies gen_ai.agent.name onto every span under an agent: its own name wins.
-        agent = attrs.get(TRACELOOP_NAME) or attrs.get(s.AGENT_NAME) or attrs.get(OPENINFERENCE_AGENT)
+        # A graph node names the agent when nothing else does (CrewAI: its role; Agno's node id
+        # is an opaque id, its name the agent's).
+        agent = (
+            attrs.get(TRACELOOP_NAME)
+            or attrs.get(s.AGENT_NAME)
+            or attrs.get(OPENINFERENCE_AGENT)
+            or attrs.get(GRAPH_NODE_NAME)
+            or attrs.get(GRAPH_NODE_ID)
+        )
         if agent:
             return agent if type(agent) is str else str(agent)
     elif kind == "tool":

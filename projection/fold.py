@@ -28,14 +28,14 @@ import logging
 import os
 import threading
 from bisect import bisect_right, insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
 from . import schema as s
 from .dialects import classify, conversation, function_name, input_of, output_of
-from .events import Collapsed, Event, SpanEnded, SpanStarted
+from .events import Collapsed, Event, SpanEnded, SpanEvent, SpanStarted
 from .llm import messages_of
 from .log import Damage
 from .log_reader import read_blocks, read_log
@@ -54,7 +54,7 @@ from .node import (
     collapsed_of,
     order_key,
 )
-from .render import Rendered, Renderer
+from .render import Rendered, Renderer, View
 from .view import CallInfo, TreeView
 
 log = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class Projection:
             else:
                 extra["conv"] = conv
         if state & ENDED:  # the end came first: finish now that we know what this is
-            self._finish(n, n.attrs or _EMPTY, attrs)
+            self._finish(n, n.attrs or _EMPTY, attrs, _take_events(n))
         else:
             n.attrs = attrs
 
@@ -318,6 +318,8 @@ class Projection:
             n.error = _one_line(ev.error or "error")
         if not n.state & STARTED:
             n.attrs = ev.attributes  # kept until the start tells us what the span is
+            if ev.events:
+                _put_extra(n, "end_events", ev.events)  # likewise: a model call may say its output there
             return
         listed_in = n.listed_in
         if type(listed_in) is Node and self._releasable(n, listed_in):
@@ -327,7 +329,7 @@ class Projection:
             if n.children:
                 self._release(n)
         else:
-            self._finish(n, ev.attributes, n.attrs or _EMPTY)
+            self._finish(n, ev.attributes, n.attrs or _EMPTY, ev.events)
         kids = n.children
         if kids:
             # Its finished calls go with it. (Its finished model exchanges and tool calls went
@@ -339,8 +341,11 @@ class Projection:
         if self.rendered:
             self._touch(n)
 
-    def _finish(self, n: Node, end: dict[str, Any], start: dict[str, Any]) -> None:
-        """Keep only what the rendering of a finished call needs (end attributes win)."""
+    def _finish(
+        self, n: Node, end: dict[str, Any], start: dict[str, Any], events: Sequence[SpanEvent] = ()
+    ) -> None:
+        """Keep only what the rendering of a finished call needs (end attributes win; ``events``
+        are the end's span events, where another instrumentation's model call may give its output)."""
         n.attrs = None
         if not n.state & VISIBLE:
             return
@@ -355,7 +360,7 @@ class Projection:
             if text is None and start:
                 text, mime = output_of(n.kind, start)
             if text is None and n.kind == "llm":  # another instrumentation's model call: its output message
-                said = messages_of(start, end).output
+                said = messages_of(start, end, events=events).output
                 text = "\n".join(m.text for m in said if m.text) or None
             if text is not None:
                 shown = _display(text, mime)
@@ -570,11 +575,13 @@ class Projection:
                 proj.apply_locked(r)
         return proj
 
-    def view(self, span_id: str, *, render_range: int | None = None) -> TreeView:
+    def view(self, span_id: str, *, render_range: int | None = None, view: View = "model") -> TreeView:
         """The call tree (YAML) as the call ``span_id`` sees it; ``# you are here`` marks it.
 
         ``render_range`` keeps, at each level of the viewer's path, only the last N finished
         calls; by default the one declared on the viewer or its nearest ancestor applies.
+        ``view="all"``: every call's model exchanges and tool calls listed too, by name (the
+        tree people read; the model sees the default, ``"model"``).
         """
         with self.lock:
             viewer = self.call_of(span_id)
@@ -583,7 +590,7 @@ class Projection:
                     raise KeyError(f"unknown span {span_id!r}")
                 host = self._host(self.nodes[span_id])
                 assert type(host) is Tree  # no call holds it: it sees the whole tree
-                chunks, cuts, here, parent = self._render(host, None, render_range)
+                chunks, cuts, here, parent = self._render(host, None, render_range, view)
                 return TreeView("".join(chunks), chunks, cuts, [], here, parent)
             top: Node | Tree | None = viewer
             while type(top) is Node:
@@ -593,7 +600,7 @@ class Projection:
                         render_range = rr
                 top = top.listed_in
             assert type(top) is Tree  # every listed call's chain ends at its tree
-            chunks, cuts, here, parent = self._render(top, viewer, render_range)
+            chunks, cuts, here, parent = self._render(top, viewer, render_range, view)
             return TreeView("".join(chunks), chunks, cuts, self._chain(viewer), here, parent)
 
     def plan_collapse(self, span_id: str, target: int, count: Callable[[str], int]) -> list[Collapsed]:
@@ -649,18 +656,19 @@ class Projection:
                     break
             return out
 
-    def session_tree(self, key: str, *, render_range: int | None = None) -> str:
-        """The whole tree of a session (conversation id) or trace, seen from outside any call."""
+    def session_tree(self, key: str, *, render_range: int | None = None, view: View = "model") -> str:
+        """The whole tree of a session (conversation id) or trace, seen from outside any call
+        (``view``: as for :meth:`view`)."""
         with self.lock:
             tree = self.trees.get(key)
             if tree is None:
                 raise KeyError(f"no session or trace {key!r}")
-            return "".join(self._render(tree, None, render_range)[0])
+            return "".join(self._render(tree, None, render_range, view)[0])
 
-    def _render(self, top: Tree, viewer: Node | None, render_range: int | None) -> Rendered:
+    def _render(self, top: Tree, viewer: Node | None, render_range: int | None, view: View = "model") -> Rendered:
         self.rendered = True  # from now on, changes bump the revisions the renderer's memo checks
         return self._renderer.render(
-            top, viewer, render_range, recovered=self.recovered, generation=self.generation
+            top, viewer, render_range, recovered=self.recovered, generation=self.generation, view=view
         )
 
     def sessions(self) -> list[str]:
@@ -707,6 +715,17 @@ def _put_extra(n: Node, key: str, value: Any) -> None:
         n.extra = {key: value}
     else:
         extra[key] = value
+
+
+def _take_events(n: Node) -> Sequence[SpanEvent]:
+    """The span events of an end that arrived before its start (kept in ``extra`` until then)."""
+    extra = n.extra
+    if not extra or "end_events" not in extra:
+        return ()
+    events: Sequence[SpanEvent] = extra.pop("end_events")
+    if not extra:
+        n.extra = None
+    return events
 
 
 def _drop_input(n: Node) -> None:

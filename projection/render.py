@@ -10,12 +10,19 @@ A node renders by where it stands relative to the viewer:
 
 Finished subtrees never change again until their parent finishes, so their text is memoized
 on the node and reused at the same indentation: consecutive renders share their prefix.
+
+That is the tree the model sees (``view="model"``, the default). The trees people read (the
+read API's ``?view=all``, the page) take ``view="all"``: the same tree with every call's model
+exchanges and tool calls listed by name among its children, whatever its ``expose`` and
+whether it is released: ``{tool: search, status: done}`` where the fold kept no io (it keeps
+none under ``expose=io``), the exchange with its input and output where it did. Each view has
+its own memo, so neither changes the other's bytes.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -33,6 +40,14 @@ _json = msgspec.json.Decoder()
 Rendered = tuple[list[str], list[int], int | None, int | None]
 """(chunks, cuts, here, parent): see :meth:`Renderer.render`."""
 
+View = Literal["model", "all"]
+"""Which tree: the one the model sees (DESIGN section 5), or every call with its model
+exchanges and tool calls listed by name (for people)."""
+VIEWS: tuple[View, ...] = ("model", "all")
+_ALL_KINDS = ("agentic", "llm", "tool")
+
+Memo = dict[Node, tuple[tuple[int, int, str, int], str]]
+
 
 class Renderer:
     """Renders call trees and remembers the text of finished subtrees.
@@ -44,15 +59,24 @@ class Renderer:
     """
 
     def __init__(self) -> None:
-        self._memo: dict[Node, tuple[tuple[int, int, str, int], str]] = {}
+        self._memo: Memo = {}
+        self._memo_all: Memo = {}
 
     def remembered(self, n: Node) -> str | None:
-        """The last text rendered for ``n`` (None if it was never rendered on its own)."""
+        """The last text rendered for ``n`` in the model's view (None if it was never rendered
+        on its own)."""
         entry = self._memo.get(n)
         return entry[1] if entry is not None else None
 
     def render(
-        self, top: Tree, viewer: Node | None, render_range: int | None, *, recovered: bool, generation: int
+        self,
+        top: Tree,
+        viewer: Node | None,
+        render_range: int | None,
+        *,
+        recovered: bool,
+        generation: int,
+        view: View = "model",
     ) -> Rendered:
         """The tree ``top`` as ``viewer`` sees it (``viewer=None``: seen from outside).
 
@@ -62,14 +86,16 @@ class Renderer:
         siblings, the viewer: the boundaries at which the next call's text can still agree with
         this one's), the offset where the viewer's own lines begin, and where its parent's begin
         (None when the viewer is a top call). ``recovered``: spans
-        that never ended read as interrupted; ``generation``: bumped when every memo is stale.
+        that never ended read as interrupted; ``generation``: bumped when every memo is stale;
+        ``view``: which tree (:data:`View`).
         """
         chain: set[Node] = set()
         n: Any = viewer
         while type(n) is Node:
             chain.add(n)
             n = n.listed_in
-        r = _Pass(self._memo, chain, viewer, render_range, recovered, generation)
+        every = view == "all"
+        r = _Pass(self._memo_all if every else self._memo, chain, viewer, render_range, recovered, generation, every)
         r.top_collapsed = top.collapsed
         out: list[str] = []
         r.items(top.top_calls, "", 0, bool(chain), out)
@@ -86,20 +112,22 @@ class _Pass:
     """One rendering: the viewer's chain, and where list items and the viewer begin."""
 
     __slots__ = (
-        "chain", "gen", "here", "item_starts", "memo", "parent_at", "recovered", "render_range", "top_collapsed",
-        "viewer",
+        "chain", "every", "gen", "here", "item_starts", "memo", "parent_at", "recovered", "render_range",
+        "top_collapsed", "viewer",
     )  # fmt: skip
 
     def __init__(
         self,
-        memo: dict[Node, tuple[tuple[int, int, str, int], str]],
+        memo: Memo,
         chain: set[Node],
         viewer: Node | None,
         render_range: int | None,
         recovered: bool,
         generation: int,
+        every: bool = False,
     ):
         self.memo = memo
+        self.every = every  # view="all": model exchanges and tool calls listed too
         self.chain = chain
         self.viewer = viewer
         self.render_range = render_range
@@ -142,6 +170,8 @@ class _Pass:
                 self.item(k, indent, depth, out)
             elif k.kind == "llm" and k.listed_in is not None and type(k.listed_in) is Tree:
                 out.append(self._turn(k, indent))
+            elif self.every:
+                out.append(self._listed(k, indent))
             else:
                 out.append(self._exchange(k, indent))
 
@@ -158,15 +188,16 @@ class _Pass:
         """The children shown, and whether older ones were left out by ``render_range``.
 
         ``expose=llm`` adds the call's own model exchanges, ``full`` its tool calls too, while
-        the call is not released. Calls up to a collapse are left out (their summary line
-        stands for them). On the viewer's path, ``render_range`` keeps the last finished
-        calls (and the path itself, however old).
+        the call is not released; ``view="all"`` adds both always. Calls up to a collapse are
+        left out (their summary line stands for them). On the viewer's path, ``render_range``
+        keeps the last finished calls (and the path itself, however old).
         """
         first = 0
         if collapsed is not None:
             first = bisect_right(kids, collapsed[:2], key=order_key)
+        every = self.every
         if expose != "io" and not released:
-            return [k for k in kids[first:] if k.kind != "tool" or expose == "full"], False
+            return [k for k in kids[first:] if every or k.kind != "tool" or expose == "full"], False
         rr = self.render_range
         start = self._window(kids, rr, first) if on_chain and rr is not None else first
         shown: list[Node] = []
@@ -176,7 +207,7 @@ class _Pass:
                 listed_in = n.listed_in
                 if listed_in is not None and calls_of(listed_in) is kids and order_key(n) < bound:
                     shown.append(n)
-        wanted = ("agentic", "llm") if turns else ("agentic",)
+        wanted = _ALL_KINDS if every else ("agentic", "llm") if turns else ("agentic",)
         shown.extend(kids[i] for i in range(start, len(kids)) if kids[i].kind in wanted)
         return shown, start > first
 
@@ -303,6 +334,19 @@ class _Pass:
             elif k.output is not None:
                 out.append(key_value("output", k.output, inner))
         return "".join(out)
+
+    def _listed(self, k: Node, indent: str) -> str:
+        """A model exchange or tool call in ``view="all"``: as the model's view shows it where
+        the fold kept its io (and it is not running), else its name and status on one line."""
+        if k.state & ENDED and (k.input is not None or k.output is not None):
+            return self._exchange(k, indent)
+        label = "model" if k.kind == "llm" else "tool"
+        name = scalar(k.function)
+        if not k.state & ENDED:
+            return f"{indent}- {{{label}: {name}, status: {'interrupted' if self.recovered else 'running'}}}\n"
+        if k.state & FAILED:
+            return f"{indent}- {{{label}: {name}, status: error, error: {scalar(k.error or 'error')}}}\n"
+        return f"{indent}- {{{label}: {name}, status: done}}\n"
 
     def _output(self, n: Node, indent: str, out: list[str]) -> None:
         """A finished call's output: a structured one (JSON) as YAML, like an input; text as text."""
