@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from callctx.projection import schema as s
 from callctx.projection.events import SpanEnded, SpanStarted, encode
 from callctx.projection.log import EventLog
+from callctx.store.contexts import context_of
 from callctx.store.local import LocalStore
 
 TRACE = "cd" * 16
@@ -108,9 +109,31 @@ def test_two_requests_under_one_wrapper_are_two_calls():
 
 
 def test_a_restart_indexes_the_same_calls(tmp_path):
-    path = log_of(llama_request(), tmp_path)
-    with LocalStore(path) as store:
+    path, index = log_of(llama_request(), tmp_path), tmp_path / "index.sqlite"
+    with LocalStore(path, index=index) as store:
         first = store.state().calls
-    (tmp_path / "records.jsonl.index.sqlite").unlink()  # indexed anew from the log
-    with LocalStore(path) as store:
-        assert store.state().calls == first == 1
+    with LocalStore(path, index=index) as store:  # resumed from the index kept
+        again = store.state().calls
+    index.unlink()
+    with LocalStore(path, index=index) as store:  # indexed anew from the log
+        assert store.state().calls == again == first == 1
+
+
+def test_a_call_whose_span_carries_no_messages_borrows_its_wrappers():
+    """Google ADK: ``call_llm`` holds the request, the client's ``generate_content`` under it the usage."""
+    asked = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Book a table for two"}]}])
+    chat = {s.OPERATION: s.OP_CHAT, s.REQUEST_MODEL: "gemini-2.5-flash"}
+    records = [
+        *span(1, None, "agent", 0, 100),
+        *span(2, 1, "call_llm", 10, 90, {**chat, s.INPUT_MESSAGES: asked}),
+        *span(3, 2, "generate_content gemini-2.5-flash", 11, 80, chat,
+              {s.USAGE_INPUT: 1500, s.USAGE_OUTPUT: 12, s.OUTPUT_MESSAGES: json.dumps(
+                  [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}])}),
+    ]  # fmt: skip
+    with LocalStore(log_of(records)) as store:
+        assert store.state().calls == 1
+        call = store.call(1)
+        found = context_of(store.recorded(call))
+        assert call.span_id == format(3, "016x")
+        assert [m.text for m in found.messages.messages] == ["Book a table for two"]
+        assert [m.text for m in found.messages.output] == ["Done."]  # its own, not the wrapper's

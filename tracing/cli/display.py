@@ -61,7 +61,7 @@ def format_reconstructed(call: ModelCall, rec: Reconstructed, out: TextIO) -> No
     source = rec.source or "nothing"
     out.write(
         f"made by another instrumentation ({call.provider or 'unknown provider'}, {model}); reconstructed from "
-        f"the span's {source} attributes, not hash-verified\n"
+        f"its span ({source}), not hash-verified\n"
     )
     reported = call.usage.counts()
     if reported:

@@ -3,7 +3,8 @@ its query in, an :class:`Answer` out, read through any :class:`~callctx.store.mo
 
 * ``/api/traces``: sessions and traces (filters: service, session, since, until, function,
   model, status; pages: offset, limit), with services, times, status, counts and token totals;
-* ``/api/traces/{id}/tree``: a session's or trace's whole call tree (YAML);
+* ``/api/traces/{id}/tree``: a session's or trace's whole call tree (YAML; ``?view=all``: every
+  span people read, tool calls too, where the model's tree keeps only agentic calls);
 * ``/api/spans/{id}/tree``: the tree as span ``id`` saw it when it started (``?final=1``: as
   it stands);
 * ``/api/calls``: model calls of every dialect (the same filters and pages);
@@ -57,7 +58,7 @@ def _route(store: Store, parts: list[str], q: Mapping[str, str]) -> tuple[str, A
             offset, limit = params.page(q)
             return JSON, trees_json(store.trees(params.filter_of(q), offset=offset, limit=limit))
         case ["traces", key, "tree"]:
-            return YAML, store.tree(key, render_range=render_range)
+            return YAML, store.tree(key, render_range=render_range, view=params.view(q))
         case ["spans", span_id, "tree"]:
             return YAML, store.span_tree(span_id, final=params.flag(q, "final"), render_range=render_range)
         case ["calls"]:

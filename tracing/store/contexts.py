@@ -20,6 +20,7 @@ from callctx.components.context import Context
 from callctx.components.wire.exchange import Exchange
 from callctx.projection.calls import ModelCall
 from callctx.projection.errors import CallctxError
+from callctx.projection.events import SpanEnded, SpanStarted
 from callctx.projection.llm import Reconstructed, messages_of
 from callctx.projection.manifest import ManifestError
 from callctx.projection.manifest import decode as decode_manifest
@@ -88,10 +89,18 @@ def text_hashes(call: ModelCall) -> list[str]:
 
 def reconstruct(rec: Recorded) -> Foreign:
     """The messages a foreign call's span carries (start and end attributes)."""
-    attrs = dict(rec.start.attributes)
-    if rec.end is not None:
-        attrs.update(rec.end.attributes)
-    return Foreign(rec.call, messages_of(attrs))
+    found = _messages(rec.start, rec.end)
+    if not (found.system or found.messages) and rec.around is not None:  # the wrapper above carries what was sent
+        up = _messages(*rec.around)
+        found = msgspec.structs.replace(
+            up, output=found.output or up.output, tools=found.tools or up.tools, source=up.source
+        )
+    return Foreign(rec.call, found)
+
+
+def _messages(start: SpanStarted, end: SpanEnded | None) -> Reconstructed:
+    events = end.events if end is not None else ()
+    return messages_of(start.attributes, end.attributes if end is not None else {}, events=events)
 
 
 def context_of(rec: Recorded) -> Rebuilt | Foreign:

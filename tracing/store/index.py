@@ -399,6 +399,16 @@ class Index:
                 (span_id,),
             ).fetchone()
 
+    def wrappers(self, span_ids: Sequence[str]) -> set[str]:
+        """Those of ``span_ids`` that are wrappers of a model call (LLM spans above the one that
+        carries the usage)."""
+        found: set[str] = set()
+        with self.lock:
+            for chunk in _padded(list(span_ids)):
+                rows = self._db.execute(f"SELECT span_id FROM wrapped WHERE span_id IN ({_IN_LIST})", chunk)
+                found.update(r[0] for r in rows)
+        return found
+
     def tree_of(self, trace_id: str) -> str:
         with self.lock:
             row = self._db.execute(f"SELECT {_TREE} FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from callctx.components import cache
 from callctx.components.cache_ledger import Entry, Item, Ledger, Parts, parts_of_context, request_of_parts
 from callctx.components.providers import SIMULATED, cache_row, named
@@ -151,8 +153,13 @@ class LedgerView:
                 request = cache.request_of(context, exchanges, tokenize=self._tokenize)
                 parts = parts_of_context(context, exchanges)
         else:
-            messages = reconstruct(rec).messages
-            parts = Parts(system=list(messages.system), messages=[f"{m.role}: {m.text}" for m in messages.messages])
+            found = reconstruct(rec).messages
+            parts = Parts(
+                tools=[msgspec.json.encode(t).decode() for t in found.tools],
+                tool_names=[t.name for t in found.tools],
+                system=list(found.system),
+                messages=[f"{m.role}: {m.text}" for m in found.messages],
+            )
             marked = bool(u.cache_read or u.cache_write)  # a foreign request marks nothing we can see
             if not parts.empty:
                 request = request_of_parts(parts, self._tokenize, marked=marked)
@@ -166,8 +173,6 @@ class LedgerView:
 
 def entry_json(e: Entry) -> dict[str, Any]:
     """An entry as ``callctx cache --why --json`` and ``/api/calls/{n}/cache`` answer."""
-    import msgspec
-
     out = msgspec.to_builtins(e)
     out["reported"] = (
         None if e.reported is None else {k: v for k, v in msgspec.structs.asdict(e.reported).items() if v is not None}

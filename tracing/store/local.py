@@ -36,6 +36,7 @@ from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.fold import Projection
 from callctx.projection.log import Damage, LogError
 from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_ranges
+from callctx.projection.render import View
 
 from .contexts import text_hashes
 from .index import Index, run_status
@@ -307,14 +308,14 @@ class LocalStore:
         return self.index.tree_of(trace_id)
 
     # ---- trees, folded on read ----------------------------------------------------------------
-    def tree(self, key: str, *, render_range: int | None = None) -> str:
+    def tree(self, key: str, *, render_range: int | None = None, view: View = "model") -> str:
         self.refresh()
         members = self.index.members(key)
         if not members:
             raise NotFound(f"no session or trace {key!r}")
         proj = self._fold(key, members)
         try:
-            return proj.session_tree(key, render_range=render_range)
+            return proj.session_tree(key, render_range=render_range, view=view)
         except KeyError:
             return ""  # spans, but no call to list: an empty tree
 
@@ -381,16 +382,20 @@ class LocalStore:
 
     def recorded_many(self, calls: Sequence[ModelCall]) -> list[Recorded]:
         self.refresh()
+        wrapped = self.index.wrappers([c.parent_id for c in calls if c.foreign and c.parent_id])
         ranges: list[tuple[int, int]] = []
         for call in calls:
-            row = self.index.span(call.span_id)
-            if row is None or row[14] is None:
-                raise NotFound(f"call {call.index}: its span is not in {self.path}")
-            start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
-            ranges.append((start_at, start_at + start_len))
-            if end_at is not None:
-                ranges.append((end_at, end_at + end_len))
-        wanted = {c.span_id for c in calls}
+            for sid in (call.span_id, call.parent_id if call.parent_id in wrapped else None):
+                row = self.index.span(sid) if sid is not None else None
+                if sid == call.span_id and (row is None or row[14] is None):
+                    raise NotFound(f"call {call.index}: its span is not in {self.path}")
+                if row is None or row[14] is None:
+                    continue
+                start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
+                ranges.append((start_at, start_at + start_len))
+                if end_at is not None:
+                    ranges.append((end_at, end_at + end_len))
+        wanted = {c.span_id for c in calls} | wrapped
         starts: dict[str, SpanStarted] = {}
         ends: dict[str, SpanEnded] = {}
         for rec in self._read(ranges):
@@ -404,7 +409,9 @@ class LocalStore:
             start = starts.get(call.span_id)
             if start is None:
                 raise NotFound(f"call {call.index}: its records could not be read back from {self.path}")
-            out.append(Recorded(call=call, texts=texts, start=start, end=ends.get(call.span_id)))
+            up = starts.get(call.parent_id) if call.parent_id in wrapped else None
+            around = (up, ends.get(up.span_id)) if up is not None else None
+            out.append(Recorded(call=call, texts=texts, start=start, end=ends.get(call.span_id), around=around))
         return out
 
     def cache(self, n: int) -> CacheEntry:

@@ -38,6 +38,7 @@ from callctx.projection.calls import ModelCall, RunStatus, Usage
 from callctx.projection.dialects import Kind
 from callctx.projection.errors import BadInput, CallctxError, NotFound
 from callctx.projection.events import SpanEnded, SpanStarted
+from callctx.projection.render import View
 
 T = TypeVar("T")
 
@@ -155,12 +156,16 @@ class StoreState(msgspec.Struct, kw_only=True):
 
 class Recorded(msgspec.Struct, kw_only=True):
     """What a model call was sent, as the store holds it: for callctx's own calls the
-    manifest's texts by hash (those the store has); for any call, its span's records."""
+    manifest's texts by hash (those the store has); for any call, its span's records; for a
+    call another instrumentation's wrapper span is above (an agent framework's ``call_llm``
+    around the client's request), the wrapper's records too (``around``), which may carry
+    the messages the call's own span does not."""
 
     call: ModelCall
     texts: dict[str, str]
     start: SpanStarted
     end: SpanEnded | None
+    around: tuple[SpanStarted, SpanEnded | None] | None = None
 
 
 class Store(Protocol):
@@ -186,8 +191,9 @@ class Store(Protocol):
         """``span_id``'s ancestors the store holds, the outermost first, then the span itself."""
         ...
 
-    def tree(self, key: str, *, render_range: int | None = None) -> str:
-        """The whole call tree of a session or trace, seen from outside any call."""
+    def tree(self, key: str, *, render_range: int | None = None, view: View = "model") -> str:
+        """The whole call tree of a session or trace, seen from outside any call (``view``:
+        ``model``, the tree a model is shown; ``all``, every span people read, tool calls too)."""
         ...
 
     def span_tree(self, span_id: str, *, final: bool = False, render_range: int | None = None) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from callctx.projection.errors import BadInput
+from callctx.projection.render import VIEWS, View
 
 from .model import MAX_LIMIT, Filter, check_status
 
@@ -80,6 +81,15 @@ def filter_of(q: Mapping[str, str]) -> Filter:
         model=q.get("model") or None,
         status=check_status(q.get("status")),
     )
+
+
+def view(q: Mapping[str, str]) -> View:
+    """``?view=``: which tree (``model``, the default, or ``all``)."""
+    value = q.get("view", "model")
+    for v in VIEWS:
+        if v == value:
+            return v
+    raise BadInput(f"view is one of {', '.join(VIEWS)}, not {value!r}")
 
 
 def flag(q: Mapping[str, str], name: str) -> bool:

@@ -147,8 +147,9 @@ class Views:
             rec = found.messages
             said = [{"role": m.role, "content": m.text} for m in rec.messages]
             answered = [{"role": m.role, "content": m.text} for m in rec.output]
+            tools = [msgspec.to_builtins(t) for t in rec.tools]
             return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
-                    "source": rec.source, "cache": pane, "diff": _ledger_diff(entry)}  # fmt: skip
+                    "tools": tools, "source": rec.source, "cache": pane, "diff": _ledger_diff(entry)}  # fmt: skip
         context, exchanges = found.context, found.exchanges
         tokenize = self._tokenize()
         ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
