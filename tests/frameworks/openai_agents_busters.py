@@ -1,0 +1,81 @@
+"""An OpenAI Agents SDK agent that answers one question per step of a plan, with the prompt-cache
+busters the plan injects, traced by OpenInference's instrumentor and exported over OTLP/HTTP.
+
+    <openai_agents python> openai_agents_busters.py OTLP_URL MODEL_BASE_URL PLAN_JSON
+
+The model is the caching server at MODEL_BASE_URL (ending in /v1; the SDK calls the Responses
+API). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "steps": [...]}``, each step
+``{"instructions", "tools" (names, in order), "model", "question", "pause" (seconds), "evict"}``.
+Before a step's run the script calls the provider's eviction endpoint when ``evict`` is set, then
+waits ``pause`` seconds (time passing, for the cache's TTL to run out); then it runs the agent
+once, which makes two model calls (the tool call, then the answer)."""
+
+import json
+import os
+import sys
+import time
+import urllib.request
+
+os.environ.pop("OPENAI_API_KEY", None)
+
+from agents import Agent, RunConfig, Runner, function_tool, set_default_openai_client
+from agents.tracing import get_trace_provider
+from openai import AsyncOpenAI
+from openinference.instrumentation import using_session
+from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+otlp_url, model_url, plan_path = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(plan_path, encoding="utf-8") as f:
+    plan = json.load(f)
+
+provider = TracerProvider(resource=Resource.create({"service.name": plan["service"]}))
+provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_url + "/v1/traces")))
+OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)  # exclusive: drops the OpenAI uploader
+processors = get_trace_provider()._multi_processor._processors
+assert [type(p).__name__ for p in processors] == ["OpenInferenceTracingProcessor"], processors
+
+set_default_openai_client(AsyncOpenAI(api_key="test", base_url=model_url, max_retries=0), use_for_tracing=False)
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"Sunny and 22 C in {city}"
+
+
+@function_tool
+def get_forecast(city: str, days: int) -> str:
+    """The forecast for a city, for the next few days."""
+    return f"Rain in {city} for {days} days"
+
+
+TOOLS = {"get_weather": get_weather, "get_forecast": get_forecast}
+
+
+def evict(url: str) -> None:
+    request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        answer.read()
+
+
+for step in plan["steps"]:
+    if step.get("evict"):
+        evict(plan["evict_url"])
+    if step.get("pause"):
+        time.sleep(step["pause"])  # the TTL running out: nothing to wait for but time
+    agent = Agent(
+        name=plan["agent"],
+        instructions=step["instructions"],
+        model=step["model"],
+        tools=[TOOLS[name] for name in step["tools"]],
+    )
+    with using_session(plan["session"]):
+        result = Runner.run_sync(agent, step["question"], run_config=RunConfig(workflow_name="Support workflow"))
+    print(result.final_output, flush=True)
+
+provider.force_flush()
+provider.shutdown()
