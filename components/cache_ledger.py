@@ -29,16 +29,14 @@ not read. The ledger only steps forward; threading: not thread-safe (its owner s
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, AnyStr, Literal
 
 import msgspec
 
 from . import cache
-from .context import Context
-from .wire.exchange import Exchange
+from .wire.parts import Parts
 
 Reason = Literal[
     "hit", "first", "prefix_changed", "tools_changed", "model_changed", "ttl_expired", "below_minimum",
@@ -63,20 +61,6 @@ NO_CONTENT = (
     "OpenInference records it unless OPENINFERENCE_HIDE_INPUTS is set; TRACELOOP_TRACE_CONTENT=true "
     "for OpenLLMetry)"
 )
-
-
-class Parts(msgspec.Struct, frozen=True):
-    """A request as a person compares two: each tool's definition (JSON text, in the order sent;
-    ``tool_names`` beside), each system text, each message (``role: text``)."""
-
-    tools: list[str] = []
-    tool_names: list[str] = []
-    system: list[str] = []
-    messages: list[str] = []
-
-    @property
-    def empty(self) -> bool:
-        return not (self.tools or self.system or self.messages)
 
 
 class Difference(msgspec.Struct, frozen=True):
@@ -419,17 +403,6 @@ def _excerpt(text: str, at: int) -> str:
 
 
 # ---- what a request is ---------------------------------------------------------------------------
-def parts_of_context(context: Context, exchanges: Sequence[Exchange] = ()) -> Parts:
-    """One of our requests as a person compares them: its tools, system segments and messages
-    (the call tree and the turn, then the tool loop)."""
-    tools = [json.dumps(t, sort_keys=True, ensure_ascii=False) for t in context.tools]
-    names = [str(t.get("name", "")) for t in context.tools]
-    system = [s.text for s in context.segments if s.section == "system"]
-    messages = [s.text for s in context.segments if s.section in ("tree", "turn")]
-    messages += [cache.exchange_text(e) for e in exchanges]
-    return Parts(tools, names, system, messages)
-
-
 def request_of_parts(parts: Parts, tokenize: cache.Tokenizer, *, marked: bool) -> cache.Request:
     """A request reconstructed from a span, as the cache sees it: the tools as one block, each
     system text and each message a block, the last message the turn; with ``marked``, a
@@ -521,7 +494,6 @@ __all__ = [
     "ToolChange",
     "common_prefix",
     "first_difference",
-    "parts_of_context",
     "request_of_parts",
     "tool_change",
 ]

@@ -14,6 +14,7 @@ serve``'s indexer calls it after indexing) while readers ask for entries.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -22,12 +23,13 @@ from typing import Any
 import msgspec
 
 from callctx.components import cache
-from callctx.components.cache_ledger import Entry, Item, Ledger, Parts, parts_of_context, request_of_parts
+from callctx.components.cache_ledger import Entry, Item, Ledger, request_of_parts
 from callctx.components.providers import SIMULATED, cache_row, named
+from callctx.components.wire.parts import Parts, request_parts, tool_text
 from callctx.projection.calls import ModelCall, Usage
 from callctx.projection.errors import NotFound
 
-from .contexts import Unrebuildable, reconstruct, restore
+from .contexts import Unrebuildable, rebuild, reconstruct
 from .model import Recorded, Store, out_of_range
 
 log = logging.getLogger(__name__)
@@ -146,19 +148,19 @@ class LedgerView:
         unknown: str | None = None
         if call.manifest is not None:
             try:
-                context, exchanges = restore(call, rec.texts)
+                found = rebuild(rec)
             except Unrebuildable as e:
                 unknown = f"it cannot be rebuilt ({e}): the cache never saw it here"
             else:
-                request = cache.request_of(context, exchanges, tokenize=self._tokenize)
-                parts = parts_of_context(context, exchanges)
+                request = cache.request_of(found.context, found.exchanges, tokenize=self._tokenize)
+                parts = request_parts(found.manifest.wire, found.body)
         else:
-            found = reconstruct(rec).messages
+            said = reconstruct(rec).messages
             parts = Parts(
-                tools=[msgspec.json.encode(t).decode() for t in found.tools],
-                tool_names=[t.name for t in found.tools],
-                system=list(found.system),
-                messages=[f"{m.role}: {m.text}" for m in found.messages],
+                tools=[tool_text(t.name, t.description, _schema(t.parameters)) for t in said.tools],
+                tool_names=[t.name for t in said.tools],
+                system=list(said.system),
+                messages=[f"{m.role}: {m.text}" for m in said.messages],
             )
             marked = bool(u.cache_read or u.cache_write)  # a foreign request marks nothing we can see
             if not parts.empty:
@@ -169,6 +171,14 @@ class LedgerView:
             usage_write=u.cache_write, usage_input=u.input, request=request, parts=parts, marked=marked,
             unknown_because=unknown,
         )  # fmt: skip
+
+
+def _schema(parameters: str) -> Any:
+    """A tool's parameters as a span gives them (JSON text), as the wire would send them."""
+    try:
+        return json.loads(parameters) if parameters else {}
+    except ValueError:
+        return parameters
 
 
 def entry_json(e: Entry) -> dict[str, Any]:
