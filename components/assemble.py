@@ -93,6 +93,7 @@ def _segment(
             blocks=layout.blocks,
             breakpoint_block=layout.breakpoint,
             parent_block=layout.parent,
+            reuse_block=layout.reuse,
         )
     body = text.strip("\n") + SEPARATOR
     return Segment(component, layer, section, body, counter.count(body), cacheable)

@@ -2,21 +2,30 @@
 served, what it would have cost, and how close that comes to the limit.
 
 Each request is a sequence of content blocks in wire order (tools, system, the call tree's
-blocks, the turn, the tool loop), each with its token ids and whether a cache breakpoint
-closes it. Two cache models cover the providers (their parameters are in
-``cache_rules.yaml``):
+blocks, the turn, the tool loop), each with its token ids, whether a cache breakpoint closes
+it (where the wire that sends it puts them: ``wire.blocks.plan``) and whether it ends a
+message. Two cache models cover the providers (their parameters are in ``cache_rules.yaml``):
 
-* ``breakpoints`` (Anthropic): an entry is written for the prefix ending at each breakpoint
-  (at most four per request, prefixes shorter than the model's minimum are not cached); a
-  request reads the longest entry found at a block boundary up to ``lookback_blocks`` before
-  any of its breakpoints. Tokens from the hit to the last breakpoint are written (billed
-  at ``write_multiplier``), hits are billed at ``read_multiplier``.
-* ``prefix`` (OpenAI, Gemini): every request's prefixes, at ``min_tokens`` and every
-  ``step_tokens`` after, are cached; a request reads the longest one an earlier request made.
+* ``breakpoints``: an entry is written for the prefix ending at each breakpoint (at most
+  four per request, the latest; prefixes shorter than the model's minimum are not cached).
+  Where a request finds one depends on the row's ``lookup``: ``lookback`` (Anthropic), at any
+  block boundary up to ``lookback_blocks`` before one of its breakpoints; ``breakpoints``
+  (OpenAI, GPT-5.6 and later), only at its own breakpoints (the latest
+  ``lookup_breakpoints``), at the end of its latest ``lookup_messages`` + 1 eligible messages
+  and at the end of its first one. The longest live entry wins. Tokens from the hit to the
+  last breakpoint are written (billed at ``write_multiplier``), hits are billed at
+  ``read_multiplier``.
+* ``prefix`` (OpenAI before GPT-5.6, Gemini): every request's prefixes, at ``min_tokens`` and
+  every ``step_tokens`` after, are cached; a request reads the longest one an earlier request
+  made. With ``routing_prefix_tokens`` (OpenAI) the cache is per machine: a request goes to
+  the machine its first tokens and its ``prompt_cache_key`` pick, and past
+  ``routing_rate_per_minute`` requests a minute for one of those, on to further machines.
 
-Entries expire ``ttl_seconds`` after their last use. The **limit** of a request is what any
-cache could have served: the longest prefix of its part before the turn that some earlier
-request already sent (no minimum, no expiry, token granularity).
+A row with ``breakpoint_row`` hands the models its ``breakpoint_from`` rule names to that row
+(``openai`` -> ``openai-explicit`` from GPT-5.6 on). Entries expire ``ttl_seconds`` after their
+last use. The **limit** of a request is what any cache could have served: the longest prefix
+of its part before the turn that some earlier request already sent (no minimum, no expiry,
+token granularity).
 """
 
 from __future__ import annotations
@@ -25,16 +34,15 @@ import itertools
 import json
 import logging
 from array import array
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from . import tokens
+from .cache_rules import breakpoint_model, by_model, known_model, load_rules
 from .context import Context
+from .wire.blocks import Marking, plan, session_key, turn_text
 from .wire.exchange import AssistantTurn, Exchange, ToolResults, UserNote
 
 log = logging.getLogger(__name__)
@@ -42,33 +50,22 @@ log = logging.getLogger(__name__)
 _MOD = (1 << 61) - 1
 _BASE = 1_000_003
 
-
-def load_rules(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """The rules table: the shipped ``cache_rules.yaml``, or your own file."""
-    if path is None:
-        text = (resources.files(__package__) / "cache_rules.yaml").read_text(encoding="utf-8")
-    else:
-        text = Path(path).read_text(encoding="utf-8")
-    rules = yaml.safe_load(text)
-    if not isinstance(rules, dict):
-        raise ValueError("cache rules: expected a mapping of provider -> rules")
-    return rules
-
-
-def known_model(value: Any, model: str) -> bool:
-    """Does a per-model rule name ``model`` (by prefix), rather than leave it to ``default``?"""
-    return not isinstance(value, Mapping) or any(k != "default" and model.startswith(k) for k in value)
-
-
-def by_model(value: Any, model: str) -> Any:
-    """A rule value, or the entry of a ``{model prefix: value}`` map for ``model`` (longest prefix wins)."""
-    if not isinstance(value, Mapping):
-        return value
-    best = None
-    for prefix in value:
-        if prefix != "default" and model.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return value[best] if best is not None else value.get("default")
+__all__ = [
+    "Block",
+    "CallResult",
+    "Key",
+    "Report",
+    "Request",
+    "Simulator",
+    "Tokenizer",
+    "by_model",
+    "exchange_text",
+    "explain",
+    "known_model",
+    "load_rules",
+    "request_of",
+    "simulate",
+]
 
 
 @dataclass(frozen=True)
@@ -76,15 +73,18 @@ class Block:
     tokens: tuple[int, ...]
     breakpoint: bool = False
     turn: bool = False  # part of the turn (or after it): never counted toward the limit
+    message_end: bool = False  # ends a message OpenAI looks entries up at (system, user or tool message)
 
 
 @dataclass(frozen=True)
 class Request:
-    """One recorded model call as the simulator sees it."""
+    """One recorded model call as the simulator sees it; ``route``: the key it is routed by
+    (OpenAI's ``prompt_cache_key``), "" for none."""
 
     blocks: tuple[Block, ...]
     time_s: float = 0.0
     label: str = ""
+    route: str = ""
 
     @property
     def total(self) -> int:
@@ -188,43 +188,29 @@ def request_of(
     time_s: float = 0.0,
     label: str = "",
     tokenize: Tokenizer | None = None,
+    marking: Marking = "anthropic",
 ) -> Request:
-    """A request as content blocks, in the order of the context's segments (as the Anthropic
-    wire lays them out: tools, system stretches closed by breakpoints, the tree's blocks, the
-    turn, then the tool loop, its last block marked); everything from the first turn segment
-    on is the turn."""
+    """A request as content blocks, in the order the wires lay them out (tools, the system
+    stretches, the tree's blocks, the turn, then the tool loop), its breakpoints where
+    ``marking`` puts them (``wire.blocks.plan``; a simulator's own is :attr:`Simulator.marking`);
+    everything from the turn on is the turn. Its route is the context's session key."""
     exchanges = list(exchanges)
     tok = tokenize or Tokenizer(context.encoding)
-    out: list[Block] = []
-    pending: list[str] = []  # consecutive system or turn texts, sent as one block
-    in_turn = False
-
-    def flush(cache: bool = False) -> None:
-        if pending:
-            out.append(Block(tok("".join(pending)), cache, in_turn))
-            pending.clear()
-
-    for s in context.segments:
-        if s.section == "tools" or s.section == "tree":
-            flush()
-            if s.section == "tree":
-                mark = s.breakpoint_block if s.breakpoint_block is not None else len(s.blocks or [s.text]) - 1
-                marks = {mark} if exchanges or s.parent_block is None else {mark, s.parent_block}
-                out.extend(
-                    Block(tok(p), s.breakpoint and i in marks, in_turn) for i, p in enumerate(s.blocks or [s.text])
-                )
-            else:
-                out.append(Block(tok(s.text), s.breakpoint, in_turn))
-            continue
-        if s.section == "turn" and not in_turn:
-            flush()
-            in_turn = True
-        pending.append(s.text)
-        if s.breakpoint:
-            flush(cache=True)
-    flush()
-    out.extend(Block(tok(exchange_text(e)), i == len(exchanges) - 1, True) for i, e in enumerate(exchanges))
-    return Request(tuple(out), time_s, label)
+    marks = plan(context, exchanges, marking)
+    out: list[Block] = [Block(tok(s.text)) for s in context.segments if s.section == "tools"]
+    out += [Block(tok(b.text), b.cache, message_end=i == len(marks.system) - 1) for i, b in enumerate(marks.system)]
+    user = len(out)
+    out += [Block(tok(b.text), b.cache) for b in marks.tree]
+    turn = turn_text(context)
+    if turn:
+        out.append(Block(tok(turn), False, True))
+    if len(out) > user:  # the end of the first user message
+        out[-1] = Block(out[-1].tokens, out[-1].breakpoint, out[-1].turn, True)
+    out += [
+        Block(tok(exchange_text(e)), i in marks.exchanges, True, not isinstance(e, AssistantTurn))
+        for i, e in enumerate(exchanges)
+    ]
+    return Request(tuple(out), time_s, label, session_key(context) or "")
 
 
 # ---- the simulation --------------------------------------------------------------------------
@@ -242,6 +228,11 @@ Key = Literal["text", "block"]
 """How a cache entry is keyed: ``text``, by the tokens of the prefix whatever blocks carried
 them; ``block``, by the sequence of blocks, each byte-identical (the strict reading of
 Anthropic's rule: the same text split into different blocks is a different prefix)."""
+
+Lookup = Literal["lookback", "breakpoints"]
+"""Where a breakpoint cache finds an entry: ``lookback``, at any block boundary a few blocks
+before one of the request's breakpoints (Anthropic); ``breakpoints``, only at its breakpoints
+and message ends (OpenAI, GPT-5.6 and later)."""
 
 _BOUNDARY = 1 << 32  # mixed into a block-keyed hash after each block (no token id is this large)
 
@@ -358,9 +349,13 @@ def _chain_memo(h: int, tokens: tuple[int, ...]) -> int:
 class Simulator:
     """Replays requests through one provider's cache model.
 
-    ``key`` (default: ``block`` where the provider caches at breakpoints, ``text`` where it
+    ``provider`` names a row of the rules table; a row with ``breakpoint_row`` hands the models
+    its ``breakpoint_from`` rule names to that row (:attr:`row` says which one models the
+    cache). ``key`` (default: ``block`` where the model caches at breakpoints, ``text`` where it
     caches by token prefix) decides what a hit needs, and what the limit counts: see
-    :data:`Key`. Prefix caches (OpenAI, Gemini) see no blocks: for them both keys agree."""
+    :data:`Key`. Prefix caches (OpenAI before GPT-5.6, Gemini) see no blocks: for them both
+    keys agree. Build the requests with ``request_of(..., marking=sim.marking)``: the marks
+    the wire sends to this model."""
 
     def __init__(
         self, provider: str, model: str = "", rules: Mapping[str, Any] | None = None, *, key: Key | None = None
@@ -371,7 +366,13 @@ class Simulator:
         self.provider = provider
         self.model = model
         r = table[provider]
+        self.row = provider
+        handed = r.get("breakpoint_row")
+        if isinstance(handed, str) and handed in table and breakpoint_model(model, r):
+            self.row, r = handed, table[handed]
         self.mode = r["mode"]
+        self.marking: Marking = "openai" if r.get("marking") == "openai" else "anthropic"
+        self.lookup: Lookup = "breakpoints" if r.get("lookup") == "breakpoints" else "lookback"
         self.ttl = float(by_model(r.get("ttl_seconds", 300), model))
         self.min_tokens = int(by_model(r.get("min_tokens", 1024), model))
         self.warnings: list[str] = []
@@ -379,25 +380,31 @@ class Simulator:
             strictest = max(int(v) for v in r["min_tokens"].values())
             self.min_tokens = strictest
             self.warnings.append(
-                f"{provider}: no cache rules for model {model or '(none)'!r}; using the strictest known minimum "
+                f"{self.row}: no cache rules for model {model or '(none)'!r}; using the strictest known minimum "
                 f"({strictest:,} tokens) and the default price"
             )
             log.warning("callctx: %s", self.warnings[-1])
         self.step = int(by_model(r.get("step_tokens", 1), model))
         self.lookback = int(by_model(r.get("lookback_blocks", 20), model))
+        self.lookup_breakpoints = int(by_model(r.get("lookup_breakpoints", 80), model))
+        self.lookup_messages = int(by_model(r.get("lookup_messages", 20), model))
         self.max_breakpoints = int(by_model(r.get("max_breakpoints", 4), model))
+        self.routing_tokens = int(by_model(r.get("routing_prefix_tokens", 0), model))
+        self.routing_rate = int(by_model(r.get("routing_rate_per_minute", 0), model))
         self.read_mult = float(by_model(r.get("read_multiplier", 1.0), model))
         self.write_mult = float(by_model(r.get("write_multiplier", 1.0), model))
         self.price = float(by_model(r.get("price_per_mtok", 0.0), model)) / 1e6
         self._entries: dict[int, float] = {}  # prefix hash -> last use (seconds)
+        self._machines: dict[tuple[Any, int], dict[int, float]] = {}  # routed: each machine's entries
+        self._routed: dict[tuple[tuple[int, ...], str], _Route] = {}
         self.key: Key = key or ("block" if self.mode == "breakpoints" else "text")
         if self.key not in ("text", "block"):
             raise ValueError(f"key must be 'text' or 'block', not {self.key!r}")
         self._limit: _Limit | _BlockLimit = _BlockLimit() if self.key == "block" else _Limit()
         self.report = Report(provider, model)
 
-    def _alive(self, h: int, now: float) -> bool:
-        t = self._entries.get(h)
+    def _alive(self, h: int, now: float, entries: dict[int, float] | None = None) -> bool:
+        t = (self._entries if entries is None else entries).get(h)
         return t is not None and now - t <= self.ttl
 
     def run(self, requests: Iterable[Request]) -> Report:
@@ -432,13 +439,21 @@ class Simulator:
             pos += len(b.tokens)
             ends.append(pos)
             hashes.append(h)
-        marks = [i for i, b in enumerate(req.blocks) if b.breakpoint][-self.max_breakpoints :]
+        marked = [i for i, b in enumerate(req.blocks) if b.breakpoint]
+        marks = marked[-self.max_breakpoints :]  # the entries this request writes
         hit = -1
-        for m in marks:
-            for k in range(m, max(-1, m - self.lookback), -1):
-                if k > hit and self._alive(hashes[k], now):
-                    hit = k
-                    break
+        if self.lookup == "breakpoints":  # only where the request names a position: no look-back
+            messages = [i for i, b in enumerate(req.blocks) if b.message_end]
+            if not marked:
+                marks = messages[-1:]  # no mark: OpenAI's implicit breakpoint, on the latest message
+            probes = {*marked[-self.lookup_breakpoints :], *messages[-(self.lookup_messages + 1) :], *messages[:1]}
+            hit = max((k for k in probes if self._alive(hashes[k], now)), default=-1)
+        else:
+            for m in marks:
+                for k in range(m, max(-1, m - self.lookback), -1):
+                    if k > hit and self._alive(hashes[k], now):
+                        hit = k
+                        break
         read = ends[hit] if hit >= 0 else 0
         if hit >= 0:
             self._entries[hashes[hit]] = now
@@ -449,9 +464,22 @@ class Simulator:
                 written_to = max(written_to, ends[m])
         return read, written_to - read
 
+    def _machine(self, req: Request, ids: list[int]) -> dict[int, float]:
+        """The entries of the machine ``req`` is routed to: the one its first tokens and its key
+        pick, unless that one took ``routing_rate`` requests of theirs in the last minute; then
+        one of the further machines the bucket's rate calls for (no routing rule: one cache)."""
+        if self.routing_tokens <= 0:
+            return self._entries
+        bucket = (tuple(ids[: self.routing_tokens]), req.route)
+        route = self._routed.get(bucket)
+        if route is None:
+            route = self._routed[bucket] = _Route()
+        return self._machines.setdefault((bucket, route.machine(req.time_s, self.routing_rate)), {})
+
     def _prefix(self, req: Request) -> tuple[int, int]:
         now = req.time_s
         ids = [t for b in req.blocks for t in b.tokens]
+        entries = self._machine(req, ids)
         points = list(range(self.min_tokens, len(ids) + 1, max(1, self.step)))
         if not points:
             return 0, 0
@@ -467,12 +495,36 @@ class Simulator:
                 last = p
         read = 0
         for p, h in zip(reversed(points), reversed(hs), strict=True):
-            if self._alive(h, now):
+            if self._alive(h, now, entries):
                 read = p
                 break
         for h in hs:
-            self._entries[h] = now
+            entries[h] = now
         return read, 0
+
+
+class _Route:
+    """The requests one routing bucket (first tokens and key) received in the last minute."""
+
+    def __init__(self) -> None:
+        self.recent: deque[float] = deque()  # every request of the bucket
+        self.first: deque[float] = deque()  # those its own machine took
+        self.overflow = 0
+
+    def machine(self, now: float, rate: int) -> int:
+        """Which machine takes a request now: 0, the bucket's own, while it took fewer than
+        ``rate`` in the last minute; else one of the further ones the bucket's rate calls for
+        (one per ``rate`` a minute), in a scrambled turn."""
+        for q in (self.recent, self.first):
+            while q and now - q[0] >= 60.0:
+                q.popleft()
+        self.recent.append(now)
+        if rate <= 0 or len(self.first) < rate:
+            self.first.append(now)
+            return 0
+        extra = max(1, -(-len(self.recent) // rate) - 1)
+        self.overflow += 1
+        return 1 + ((self.overflow * 0x9E3779B97F4A7C15) >> 40) % extra
 
 
 def simulate(

@@ -29,6 +29,7 @@ class Segment(msgspec.Struct, frozen=True):
     blocks: list[str] | None = None  # the text split where a prompt cache may split it (call tree)
     breakpoint_block: int | None = None  # which block the breakpoint closes (the last one the next call repeats)
     parent_block: int | None = None  # a second breakpoint: the block that ends where the call's parent begins
+    reuse_block: int | None = None  # the sent-before block that ends where an earlier call put a breakpoint
 
 
 class TreeText(msgspec.Struct, frozen=True):

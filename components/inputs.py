@@ -79,11 +79,13 @@ class Attachment(msgspec.Struct, frozen=True):
 
 
 class Sealed(msgspec.Struct, frozen=True):
-    """The call-tree blocks one call sent, and the index of the block its cache breakpoint
-    closed: what later calls of the session send again, byte for byte (``components.sealed``)."""
+    """The call-tree blocks one call sent, the index of the block its cache breakpoint closed
+    and of the one its second breakpoint closed (None: none): what later calls of the session
+    send again, byte for byte, and where they may find its cache entries (``components.sealed``)."""
 
     blocks: tuple[str, ...]
     breakpoint: int
+    parent: int | None = None
 
 
 class Turn(msgspec.Struct, frozen=True):

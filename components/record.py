@@ -82,7 +82,7 @@ def record(
         segments.append(
             RecordedSegment(
                 s.component, s.layer, s.section, put(s.text), s.tokens, s.cacheable, s.breakpoint, cuts,
-                s.breakpoint_block, s.parent_block,
+                s.breakpoint_block, s.parent_block, s.reuse_block,
             )
         )  # fmt: skip
     tools = put(json.dumps(context.tools, sort_keys=True, ensure_ascii=False)) if context.tools else None
@@ -124,7 +124,7 @@ def restore(m: Manifest, blobs: Mapping[str, str]) -> tuple[Context, list[Exchan
         segments.append(
             Segment(
                 seg.component, seg.layer, seg.section, text, seg.tokens, seg.cacheable,  # type: ignore[arg-type]
-                seg.breakpoint, blocks, seg.breakpoint_block, seg.parent_block,
+                seg.breakpoint, blocks, seg.breakpoint_block, seg.parent_block, seg.reuse_block,
             )
         )  # fmt: skip
     tools = json.loads(get(m.tools)) if m.tools else []

@@ -17,6 +17,11 @@ can close the block that ends where its parent begins (what a call that moves up
 sends again). No more than ``MAX_GAP`` blocks separate the new breakpoint from the previous
 call's: when more are needed, the new blocks (never the sealed ones) merge, so the cost is at
 most the text that was new anyway.
+
+The layout also names, among the sealed blocks, the one that closes the longest prefix an
+earlier call of the session put a breakpoint on (``reuse``): a cache that looks entries up
+only at the breakpoints a request carries (OpenAI's, from GPT-5.6 on) finds the earlier entry
+there, and nowhere else.
 """
 
 from __future__ import annotations
@@ -33,21 +38,26 @@ MAX_GAP = 16  # blocks from the previous breakpoint to the new one (Anthropic lo
 
 
 class Layout(msgspec.Struct, frozen=True):
-    """How one call's tree goes out: its blocks, the block the breakpoint closes, and the block
-    that ends where the current call's parent begins (None: no such boundary)."""
+    """How one call's tree goes out: its blocks, the block the breakpoint closes, the block
+    that ends where the current call's parent begins (None: no such boundary), and the sealed
+    block that ends where an earlier call of the session put a breakpoint, the deepest such
+    (None: none of its breakpoints is still a boundary here)."""
 
     blocks: list[str]
     breakpoint: int
     parent: int | None = None
     reused: int = 0  # leading blocks sent before, byte for byte
+    reuse: int | None = None
 
 
-def _reuse(text: str, prior: Sequence[Sealed]) -> tuple[list[str], int]:
-    """The longest run of a prior call's leading blocks that ``text`` starts with, and the
-    index of that call's breakpoint block when the run reaches it (else -1)."""
+def _reuse(text: str, prior: Sequence[Sealed]) -> tuple[list[str], int, list[int]]:
+    """The longest run of a prior call's leading blocks that ``text`` starts with, the index
+    of that call's breakpoint block when the run reaches it (else -1), and the offsets in
+    ``text`` where the prior calls' breakpoints still close a prefix of it."""
     best: tuple[str, ...] = ()
     best_pos = 0
     best_bp = -1
+    marked: list[int] = []
     known: tuple[str, ...] = ()  # the leading blocks of some prior that ``text`` starts with
     known_ends: list[int] = []  # where each of them ends
     for p in prior:
@@ -59,10 +69,11 @@ def _reuse(text: str, prior: Sequence[Sealed]) -> tuple[list[str], int]:
         if n > len(known):
             known = blocks[:n]
             known_ends = list(itertools.accumulate(map(len, known)))
+        marked += [sum(map(len, blocks[: i + 1])) for i in (p.breakpoint, p.parent) if i is not None and i < n]
         if pos > best_pos:
             best, best_pos = blocks[:n], pos
             best_bp = p.breakpoint if p.breakpoint < n else -1
-    return list(best), best_bp
+    return list(best), best_bp, marked
 
 
 def _extend(text: str, blocks: tuple[str, ...], n: int, pos: int) -> tuple[int, int]:
@@ -120,7 +131,7 @@ def lay_out(
     end = len(body)
     here = tree.here if tree.here is not None and 0 < tree.here < end else None
     parent = tree.parent if tree.parent is not None and 0 < tree.parent < end else None
-    sealed, prev_bp = _reuse(text, prior)
+    sealed, prev_bp, marked = _reuse(text, prior)
     start = sum(map(len, sealed))
     cuts = sorted({c for c in (*tree.cuts, here, parent) if c is not None and start < c < end})
     # Keep the new blocks few enough that the breakpoint stays within reach of the previous one.
@@ -142,4 +153,5 @@ def lay_out(
     if bp is None:
         bp = len(blocks) - 1
     par = closing(parent)
-    return Layout(blocks, bp, par if par is not None and par < bp else None, len(sealed))
+    reuse = next((i for i in map(closing, sorted(marked, reverse=True)) if i is not None and i < len(sealed)), None)
+    return Layout(blocks, bp, par if par is not None and par < bp else None, len(sealed), reuse)

@@ -27,7 +27,8 @@ class Params(msgspec.Struct, frozen=True, omit_defaults=True):
 class RecordedSegment(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     """One segment of the context: who made it, where it sits, its text's hash, its tokens and
     cache flags, and (for text the wire splits into blocks) the block cuts, the index of the
-    block the cache breakpoint closes and of the one a second breakpoint closes."""
+    block the cache breakpoint closes, of the one a second breakpoint closes, and of the one
+    that ends where an earlier call put a breakpoint (what an OpenAI request marks to find it)."""
 
     component: str
     layer: str
@@ -39,6 +40,7 @@ class RecordedSegment(msgspec.Struct, frozen=True, array_like=True, omit_default
     cuts: list[int] | None
     breakpoint_block: int | None
     parent_block: int | None = None
+    reuse_block: int | None = None
 
 
 class RecordedMedia(msgspec.Struct, frozen=True, array_like=True):

@@ -16,11 +16,10 @@ import json
 from typing import Any
 
 from ..context import Context
-from .blocks import system_blocks, tree_blocks, turn_text
+from .blocks import plan, turn_text
 from .exchange import AssistantTurn, Exchange, ToolResults, UserNote
 from .params import Params
 
-MAX_BREAKPOINTS = 4
 DEFAULT_MAX_TOKENS = 4096
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -42,25 +41,27 @@ def build(context: Context, exchanges: list[Exchange], params: Params) -> dict[s
             {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in context.tools
         ]
 
-    system = [_text(b.text, b.cache) for b in system_blocks(context)]
+    # Four markers (blocks.plan): the two system stretches, the tree where the current call
+    # begins, and either the end of the tool exchange so far (the next round sends all of it
+    # again) or, before any tool round, the tree where the call's parent begins (a call that
+    # moves up a level); past four, the earliest go.
+    marks = plan(context, exchanges, "anthropic")
+    system = [_text(b.text, b.cache) for b in marks.system]
     if system:
         body["system"] = system
 
-    # Four markers: the two system stretches, the tree where the current call begins, and either
-    # the end of the tool exchange so far (the next round sends all of it again) or, before any
-    # tool round, the tree where the call's parent begins (a call that moves up a level).
-    content = [_text(b.text, b.cache) for b in tree_blocks(context, parent=not exchanges)]
+    content = [_text(b.text, b.cache) for b in marks.tree]
     turn = turn_text(context)
     if turn:
         content.append(_text(turn, False))
     for a in context.media:
         content.append(_media(a.name, a.mime, a.data or b""))
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
-    messages.extend(_exchange(e) for e in exchanges)
-    if exchanges and messages[-1]["content"]:
-        messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
+    for i, e in enumerate(exchanges):
+        messages.append(_exchange(e))
+        if i in marks.exchanges:
+            messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
     body["messages"] = messages
-    _cap_breakpoints(body)
     return body
 
 
@@ -87,17 +88,6 @@ def _exchange(e: Exchange) -> dict[str, Any]:
     if isinstance(e, UserNote):
         return {"role": "user", "content": [{"type": "text", "text": e.text}]}
     raise TypeError(f"unknown exchange {type(e).__name__}")
-
-
-def _cap_breakpoints(body: dict[str, Any]) -> None:
-    """Keep at most four markers: the latest ones (they cover the longest prefixes)."""
-    marked: list[dict[str, Any]] = [t for t in body.get("tools", []) if "cache_control" in t]
-    marked += [b for b in body.get("system", []) if "cache_control" in b]
-    for m in body["messages"]:
-        if isinstance(m["content"], list):
-            marked += [b for b in m["content"] if "cache_control" in b]
-    for extra in marked[: max(0, len(marked) - MAX_BREAKPOINTS)]:
-        del extra["cache_control"]
 
 
 def count_breakpoints(body: dict[str, Any]) -> int:

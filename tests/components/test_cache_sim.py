@@ -8,6 +8,7 @@ import pytest
 
 from callctx.components import cache
 from callctx.components.cache import Block, Request, Simulator, by_model, load_rules
+from callctx.components.cache_rules import breakpoint_model
 
 
 def blocks(*sizes: int, marks: tuple[int, ...] = (), start: int = 0, turn_from: int | None = None) -> tuple[Block, ...]:
@@ -115,6 +116,83 @@ def test_openai_explicit_breakpoints():
     sim.step_one(req(a))
     r = sim.step_one(req(a, 1))
     assert r.read == 1500 and r.write == 0  # only at the mark, no write premium
+
+
+def test_openai_breakpoints_are_found_only_where_the_request_marks():
+    """GPT-5.6 and later: no look-back over unmarked block boundaries (Anthropic looks back 20)."""
+    first = blocks(1100, 300, 300, marks=(0, 1))  # entries at 1,100 and 1,400 tokens
+    unmarked = blocks(1100, 300, 300, 300, marks=(3,))  # the same first blocks, marked only further on
+    remarked = blocks(1100, 300, 300, 300, marks=(1, 3))
+    for later, read in ((unmarked, 0), (remarked, 1400)):
+        sim = Simulator("openai-explicit", "gpt-5.6-sol")
+        sim.step_one(req(first))
+        r = sim.step_one(req(later, 1))
+        assert r.read == read
+        assert r.write == 2000 - read  # written up to its last mark, at 1.25x
+        assert r.cost == pytest.approx(4.0 / 1e6 * (read * 0.1 + (2000 - read) * 1.25))
+    sim = Simulator("anthropic", "claude-sonnet-4-5")
+    sim.step_one(req(first))
+    assert sim.step_one(req(unmarked, 1)).read == 1400  # Anthropic's look-back finds it unmarked
+
+
+def test_openai_looks_up_at_message_ends_and_marks_at_most_four():
+    ends = (Block(tuple(range(1200)), True, message_end=True), Block(tuple(range(5000, 5300)), message_end=True))
+    sim = Simulator("openai-explicit", "gpt-5.6-sol")
+    sim.step_one(req((ends[0], Block(tuple(range(9000, 9400)), True, message_end=True))))  # writes at 1,200 and 1,600
+    r = sim.step_one(req((ends[0], Block(tuple(range(9000, 9400)), False, message_end=True), ends[1]), 1))
+    assert r.read == 1600  # the end of an earlier message is looked up, marked or not
+    six = blocks(*[1100] * 6, 50, marks=(0, 1, 2, 3, 4, 5))
+    sim = Simulator("openai-explicit", "gpt-5.6-sol")
+    assert sim.step_one(req(six)).write == 6600
+    assert sim.step_one(req(blocks(1100, 77, marks=(0,)), 1)).read == 0  # the first two marks wrote nothing
+
+
+def test_openai_without_marks_writes_its_implicit_breakpoint():
+    a = (Block(tuple(range(1500)), message_end=True), Block(tuple(range(7000, 7100)), turn=True, message_end=True))
+    sim = Simulator("openai-explicit", "gpt-5.6-sol")
+    assert sim.step_one(req(a)).write == 1600  # the latest message, the turn with it
+    b = (a[0], Block(tuple(range(8000, 8100)), turn=True, message_end=True))
+    assert sim.step_one(req(b, 1)).read == 0  # nothing at the end of the first message: that turn was unique
+
+
+def test_the_openai_row_hands_breakpoint_models_to_the_explicit_row():
+    new, old = Simulator("openai", "gpt-5.6-sol"), Simulator("openai", "gpt-5.5")
+    assert (new.row, new.mode, new.marking, new.lookup, new.min_tokens) == (
+        "openai-explicit", "breakpoints", "openai", "breakpoints", 1024)  # fmt: skip
+    assert (old.row, old.mode, old.min_tokens) == ("openai", "prefix", 2048)
+    assert (old.routing_tokens, old.routing_rate) == (256, 15)  # routed by the first tokens and the key
+    assert Simulator("anthropic", "claude-sonnet-4-5").lookup == "lookback"
+
+
+@pytest.mark.parametrize(
+    ("model", "marks"),
+    [("gpt-5.6", True), ("gpt-5.6-sol", True), ("gpt-5.6-luna-2026-07-01", True), ("gpt-6-luna", True),
+     ("gpt-6.2-sol", True), ("gpt-10", True), ("gpt-5.5", False), ("gpt-5.5-pro", False), ("gpt-5", False),
+     ("gpt-5-mini", False), ("gpt-4.1", False), ("gpt-4o", False), ("o3", False), ("chatgpt-4o-latest", False),
+     ("my-azure-deployment", False), ("", False)],
+)  # fmt: skip
+def test_which_models_cache_at_breakpoints(model, marks):
+    assert breakpoint_model(model) is marks
+
+
+def test_openai_routing_by_prefix_and_key():
+    """Before GPT-5.6 the cache is per machine: the first 256 tokens and prompt_cache_key pick it,
+    and past 15 requests a minute for one pair, requests spread over more machines."""
+    shared = tuple(range(300))  # the agent's first tokens, the same in every session
+
+    def session(s: int) -> tuple[Block, ...]:
+        return (Block(shared), Block(tuple(range(10_000 * (s + 1), 10_000 * (s + 1) + 2000))))
+
+    def share(keyed: bool, sessions: int) -> float:
+        sim = Simulator("openai", "gpt-4.1")
+        for i in range(40):  # every session calls every 10 s: 6 a minute each
+            for s in range(sessions):
+                sim.step_one(Request(session(s), i * 10.0 + s, route=f"key-{s}" if keyed else ""))
+        return sim.report.hit_share
+
+    assert share(False, 1) == share(True, 1) > 0.9  # one session: one machine either way
+    assert share(True, 10) == share(True, 1)  # one key per session: each session keeps its machine
+    assert share(False, 10) < share(True, 10) - 0.05  # 60 a minute on one prefix: the rest overflow
 
 
 # ---- Gemini ---------------------------------------------------------------------------------

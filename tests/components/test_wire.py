@@ -3,6 +3,7 @@ the SDK's own parameter types."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Union
 
 import pytest
@@ -99,6 +100,125 @@ def test_openai_responses_body_is_what_the_sdk_sends(context, exchanges):
     validate(strict(ResponseCreateParamsNonStreaming), body)
 
 
+# ---- OpenAI's cache controls: breakpoints from GPT-5.6 on, a session key for every model ------
+BREAKPOINT_MODELS = ["gpt-5.6-sol", "gpt-6-luna", "gpt-6.2-sol"]
+PREFIX_MODELS = ["gpt-4o-mini", "gpt-4.1", "gpt-5.5", "o3"]
+
+
+def _send(name, body):
+    """Send ``body`` through the official SDK; what went over the wire, and the strict check."""
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+
+    chat = name == "openai-chat"
+    cap = Capture(OPENAI_TEXT if chat else RESPONSES_TEXT)
+    client = openai_client(cap)
+    (client.chat.completions.create if chat else client.responses.create)(**body)
+    validate(strict(CompletionCreateParamsNonStreaming if chat else ResponseCreateParamsNonStreaming), body)
+    return cap.bodies()[0]
+
+
+def _marked(body):
+    """The texts of the parts a prompt_cache_breakpoint closes, in order."""
+    out = []
+    for item in body.get("messages") or body["input"]:
+        content = item.get("content") if "content" in item else item.get("output")
+        for part in content if isinstance(content, list) else ():
+            if "prompt_cache_breakpoint" in part:
+                assert part["prompt_cache_breakpoint"] == {"mode": "explicit"}
+                out.append(part["text"])
+    return out
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "openai-responses"])
+@pytest.mark.parametrize("model", BREAKPOINT_MODELS)
+@pytest.mark.parametrize("exchanges", [[], EXCHANGES], ids=["first call", "tool loop"])
+def test_openai_breakpoint_models_get_marks_the_sdk_sends(context, name, model, exchanges):
+    body = wire.build(name, context, exchanges, Params(model=model, max_tokens=256))
+    assert _send(name, body) == body
+    assert body["prompt_cache_options"] == {"mode": "explicit"}  # no implicit breakpoint: every mark is written
+    assert body["prompt_cache_key"].startswith("callctx-")
+    first = body["messages"][0] if name == "openai-chat" else body["input"][0]
+    assert first["role"] == "developer" and "instructions" not in body
+    assert "".join(p["text"] for p in first["content"]) == context.system  # the system part, as text parts
+    # the context's positions: the end of each system stretch, the tree block where the call begins...
+    stretches = [p["text"] for p in first["content"]]
+    tree = context.segment("call_tree")
+    assert tree is not None and tree.breakpoint_block is not None
+    here = tree.blocks[tree.breakpoint_block]
+    if not exchanges:  # ...and the one where its parent begins (no earlier call of the session to find)
+        assert tree.parent_block is not None and tree.reuse_block is None
+        assert _marked(body) == [*stretches, tree.blocks[tree.parent_block], here]
+    else:  # ...and in a tool round the end of the loop so far and where the round before marked it;
+        # past four, the first stretch goes (the latest marks cover the longest prefixes)
+        assert _marked(body) == [stretches[1], here, exchanges[1].results[-1].content, exchanges[3].text]
+    assert json_mentions(body, "prompt_cache_breakpoint") == len(_marked(body))
+
+
+def json_mentions(body, key):
+    import json
+
+    return json.dumps(body).count(f'"{key}"')
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "openai-responses"])
+@pytest.mark.parametrize("model", PREFIX_MODELS)
+def test_openai_prefix_models_get_a_session_key_and_no_marks(context, name, model):
+    body = wire.build(name, context, EXCHANGES, Params(model=model))
+    assert _send(name, body) == body
+    assert body["prompt_cache_key"].startswith("callctx-") and len(body["prompt_cache_key"]) <= 64
+    assert json_mentions(body, "prompt_cache_breakpoint") == 0 and "prompt_cache_options" not in body
+    system = body["messages"][0]["content"] if name == "openai-chat" else body["instructions"]
+    assert system == context.system  # one string, as before
+
+
+def test_the_session_key_is_stable_secret_free_and_per_session(tmp_path):
+    from callctx import setup
+    from callctx.cli.research_agent import SCRIPT, run
+    from callctx.models import ScriptedModel
+
+    keys = []
+    for session in ("demo-session-1", "demo-session-2"):
+        rt = setup(tmp_path / f"{session}.jsonl", session_id=session)
+        try:
+            bodies = [c.body for c in run(rt, model=ScriptedModel(SCRIPT, model="gpt-4.1", wire="openai-chat"))]
+        finally:
+            rt.close()
+        assert len(bodies) > 5 and len({b["prompt_cache_key"] for b in bodies}) == 1  # every call: the same key
+        key = bodies[0]["prompt_cache_key"]
+        assert session not in key and "research" not in key  # a hash: no session id, no agent name
+        keys.append(key)
+    assert keys[0] != keys[1]  # another session, another key
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "openai-responses"])
+def test_a_run_on_a_breakpoint_model_marks_where_the_previous_call_wrote(tmp_path, name):
+    """Across a session's calls the OpenAI marks land where earlier calls put theirs: OpenAI
+    finds an entry only at a breakpoint the request carries."""
+    from callctx import setup
+    from callctx.cli.research_agent import SKILLS, demo_workspace, run, scaled_script
+    from callctx.models import ScriptedModel
+
+    workspace, memory = demo_workspace(tmp_path, scale=2)
+    rt = setup(tmp_path / "events.jsonl", workspace=workspace, memory=memory, skills=SKILLS, session_id="s")
+    try:
+        calls = run(rt, model=ScriptedModel(scaled_script(3), model="gpt-5.6-sol", wire=name))
+    finally:
+        rt.close()
+    found = 0
+    for prev, cur in itertools.pairwise(calls):
+        assert _send(name, cur.body) == cur.body
+        assert len(_marked(cur.body)) <= 4
+        if cur.exchanges:
+            continue
+        tree = cur.context.segment("call_tree")
+        written = set(_marked(prev.body))
+        if tree is not None and tree.reuse_block is not None:
+            assert tree.blocks[tree.reuse_block] in _marked(cur.body)
+            found += tree.blocks[tree.reuse_block] in written
+    assert found > len(calls) // 2
+
+
 @pytest.mark.parametrize("exchanges", [[], EXCHANGES], ids=["first call", "tool loop"])
 def test_gemini_body_is_what_the_sdk_sends(context, exchanges):
     from google.genai import types
@@ -134,6 +254,12 @@ def test_every_wire_keeps_the_same_text_in_the_same_order(context):
             system = body["systemInstruction"]["parts"][0]["text"]
             user = "".join(p.get("text", "") for p in body["contents"][0]["parts"])
         texts[name] = (system, user)
+    for name, kind in (("openai-chat", "text"), ("openai-responses", "input_text")):  # GPT-5.6: parts, marked
+        body = wire.build(name, context, [], Params(model="gpt-5.6-sol"))
+        first, user_message = (body["messages"] if name == "openai-chat" else body["input"])[:2]
+        system = "".join(p["text"] for p in first["content"])
+        user = "".join(p["text"] for p in user_message["content"] if p["type"] == kind)
+        texts[name + " breakpoints"] = (system, user)
     assert len(set(texts.values())) == 1
     assert texts["anthropic"] == (context.system, context.tree + context.turn)
 

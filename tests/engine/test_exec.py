@@ -252,7 +252,7 @@ def test_scripted_model_from_a_file_and_a_callable(runtime, tmp_path):
     assert g() == "g:1"
 
 
-@pytest.mark.parametrize("kind", ["openai", "openai-responses", "gemini"])
+@pytest.mark.parametrize("kind", ["openai", "openai gpt-5.6", "openai-responses", "gemini"])
 def test_other_real_clients_parse_replies(runtime, spans, kind):
     from helpers.sdk import GEMINI_TEXT, OPENAI_TEXT, RESPONSES_TEXT, gemini_client, openai_client, openai_tool_call
 
@@ -262,6 +262,11 @@ def test_other_real_clients_parse_replies(runtime, spans, kind):
     if kind == "openai":
         cap = Capture(openai_tool_call("word_count", {"text": "a b c"}), OPENAI_TEXT)
         runtime.config.model = OpenAIChat("gpt-4o-mini", client=openai_client(cap))
+    elif kind == "openai gpt-5.6":  # GPT-5.6 reports its cache writes too
+        details = {"cached_tokens": 4, "cache_write_tokens": 6}
+        written = {**OPENAI_TEXT, "usage": {**OPENAI_TEXT["usage"], "prompt_tokens_details": details}}
+        cap = Capture(openai_tool_call("word_count", {"text": "a b c"}), written)
+        runtime.config.model = OpenAIChat("gpt-5.6-sol", client=openai_client(cap))
     elif kind == "openai-responses":
         cap = Capture(RESPONSES_TEXT)
         runtime.config.model = OpenAIResponses("gpt-4o-mini", client=openai_client(cap))
@@ -278,6 +283,13 @@ def test_other_real_clients_parse_replies(runtime, spans, kind):
         assert cap.bodies()[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "3"}
     chat = [sp for sp in spans.get_finished_spans() if sp.name.startswith("chat ")][-1]
     assert chat.attributes[s.USAGE_CACHE_READ] == 4 and chat.attributes[s.USAGE_OUTPUT] == 2
+    if kind == "openai gpt-5.6":  # the tool result that ends the loop carries a breakpoint
+        first, second = cap.bodies()
+        assert first["prompt_cache_options"] == second["prompt_cache_options"] == {"mode": "explicit"}
+        assert first["prompt_cache_key"] == second["prompt_cache_key"]
+        assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": [
+            {"type": "text", "text": "3", "prompt_cache_breakpoint": {"mode": "explicit"}}]}  # fmt: skip
+        assert chat.attributes[s.USAGE_CACHE_WRITE] == 6
 
 
 @pytest.mark.parametrize(

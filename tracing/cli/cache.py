@@ -88,17 +88,21 @@ def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) 
     calls = list(every_call(store, Filter(ours=True)))  # another instrumentation's calls were not recorded
     if not calls:
         raise CliError(f"{args.log} records no model calls of callctx's own (only other instrumentations')")
+    try:
+        sim = cache.Simulator(provider, model, rules, key=cast("cache.Key | None", args.key))  # argparse's choices
+    except (KeyError, ValueError) as e:
+        raise CliError(str(e)) from None
     t0 = calls[0].start_ns
     for c in calls:
         done = rebuilt(store, c)
         context, exchanges = done.context, done.exchanges
         contexts.append(context)
         label = c.function or "turn"
+        time_s = (c.start_ns - t0) / 1e9
         requests.append(
-            cache.request_of(context, exchanges, time_s=(c.start_ns - t0) / 1e9, label=label, tokenize=tokenize)
+            cache.request_of(context, exchanges, time_s=time_s, label=label, tokenize=tokenize, marking=sim.marking)
         )
     try:
-        sim = cache.Simulator(provider, model, rules, key=cast("cache.Key | None", args.key))  # argparse's choices
         report = sim.run(requests)
         other: cache.Key = "text" if sim.key == "block" else "block"
         twin = cache.Simulator(provider, model, rules, key=other).run(requests)
@@ -106,8 +110,9 @@ def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) 
         raise CliError(str(e)) from None
     for w in sim.warnings:
         err.write(f"warning: {w}\n")
+    handed = f", by the {sim.row} rules" if sim.row != provider else ""
     out.write(
-        f"prompt cache of {provider} ({model or 'default model'}), simulated over {len(calls)} calls, "
+        f"prompt cache of {provider} ({model or 'default model'}{handed}), simulated over {len(calls)} calls, "
         f"entries keyed by {sim.key}\n"
     )
     head = f"{'#':>4}  {'function':<20} {'tokens':>8} {'read':>8} {'written':>8} {'uncached':>8} {'limit':>8}"

@@ -337,7 +337,7 @@ class _Steps:
         context = assemble(ctx, cfg.registry)
         tree = context.segment("call_tree")
         if tree is not None and tree.blocks and tree.breakpoint_block is not None:
-            rt.seal(session, Sealed(tuple(tree.blocks), tree.breakpoint_block))
+            rt.seal(session, Sealed(tuple(tree.blocks), tree.breakpoint_block, tree.parent_block))
         call_path = " → ".join(turn.call_path) if turn.call_path else None
 
         exchanges: list[Exchange] = []

@@ -88,9 +88,7 @@ class OpenAIChat(_OpenAI, StreamingModel):
         except openai.APIError as e:
             raise _error(e) from e
         tool_calls = [ToolCall(id=i, name=n, arguments=_args(a)) for i, n, a in (calls[k] for k in sorted(calls))]
-        cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0 if usage else 0
-        used = Usage(input=usage.prompt_tokens, output=usage.completion_tokens, cache_read=cached) if usage else Usage()
-        return Reply("".join(text) if text else None, tool_calls, used, model, finish)
+        return Reply("".join(text) if text else None, tool_calls, _chat_usage(usage), model, finish)
 
     @staticmethod
     def _reply(r: Any) -> Reply:
@@ -99,10 +97,20 @@ class OpenAIChat(_OpenAI, StreamingModel):
         calls = [
             ToolCall(id=c.id, name=c.function.name, arguments=_args(c.function.arguments)) for c in msg.tool_calls or ()
         ]
-        u = r.usage
-        cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None) or 0 if u else 0
-        usage = Usage(input=u.prompt_tokens, output=u.completion_tokens, cache_read=cached) if u else Usage()
-        return Reply(msg.content, calls, usage, r.model, choice.finish_reason)
+        return Reply(msg.content, calls, _chat_usage(r.usage), r.model, choice.finish_reason)
+
+
+def _chat_usage(u: Any) -> Usage:
+    """Chat's usage: the prompt counts cached and written tokens too (writes: GPT-5.6 and later)."""
+    if u is None:
+        return Usage()
+    details = getattr(u, "prompt_tokens_details", None)
+    return Usage(
+        input=u.prompt_tokens,
+        output=u.completion_tokens,
+        cache_read=getattr(details, "cached_tokens", None) or 0,
+        cache_write=getattr(details, "cache_write_tokens", None),  # None: not reported (models before GPT-5.6)
+    )
 
 
 class OpenAIResponses(_OpenAI, StreamingModel):

@@ -71,7 +71,7 @@ class LogSimulation:
                     self._t0 = c.start_ns
                 req = cache.request_of(
                     context, exchanges, time_s=(c.start_ns - self._t0) / 1e9, label=c.function or "turn",
-                    tokenize=self._tokenize,
+                    tokenize=self._tokenize, marking=self.sim.marking,
                 )  # fmt: skip
                 self.results.append(self.sim.step_one(req))
         return self.results[: last + 1]
