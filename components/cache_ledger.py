@@ -29,6 +29,7 @@ not read. The ledger only steps forward; threading: not thread-safe (its owner s
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, AnyStr, Literal
@@ -52,6 +53,7 @@ STEP = 64  # tokens between the marks that find the earlier call sharing the lon
 EXCERPT = 40  # characters shown each side of a first difference
 PARTS_KEPT = 1024  # calls whose parts stay in memory for the comparisons that follow
 MARKS_KEPT = 400_000  # prefix marks kept (the latest sent); an older prefix is compared by function instead
+BROKEN_SLACK = 128  # tokens a read may fall short of the compared call's cached prefix (a provider's granularity)
 HIT_SLACK = 0.1  # a provider may count a few tokens differently: within this share (and 128 tokens) is a hit
 
 
@@ -197,11 +199,11 @@ class Ledger:
             self._remember(item, 0, [])
             self.entries.append(entry)
             return entry
-        req = cache.Request(item.request.blocks, (item.start_ns - self._t0) / 1e9, item.function or "turn")
+        req = dataclasses.replace(item.request, time_s=(item.start_ns - self._t0) / 1e9, label=item.function or "turn")
         result = sim.step_one(req)
         possible = Possible(result.read, result.write, result.total, result.limit)
-        marks = _marks(req)
-        shared_marks, by_prefix = self._longest(marks)
+        marks = _marks(req, f"{item.rules}/{item.model or ''}")
+        shared_marks, by_prefix = self._longest(marks, item.start_ns - int(sim.ttl * 1e9))
         compared = by_prefix
         if compared is None:
             compared = self._last_of.get((item.service, item.function))
@@ -231,8 +233,10 @@ class Ledger:
         return entry
 
     # ---- the comparisons --------------------------------------------------------------------
-    def _longest(self, marks: list[int]) -> tuple[int, int | None]:
-        """(marks shared, the latest call that shares the most of them)."""
+    def _longest(self, marks: list[int], alive_since: int) -> tuple[int, int | None]:
+        """(marks shared, the call compared with): the latest call that sent the longest prefix
+        this request shares, or, when that call is older than the cache lives, the latest one
+        still alive that shares a shorter prefix (the one whose entry this request can read)."""
         lo, hi = 0, len(marks)  # marks[:lo] are all known (a shared prefix's own prefixes are shared)
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -240,7 +244,14 @@ class Ledger:
                 lo = mid
             else:
                 hi = mid - 1
-        return lo, self._marks[marks[lo - 1]] if lo else None
+        if not lo:
+            return 0, None
+        best = self._marks[marks[lo - 1]]
+        for k in range(lo, 0, -1):
+            call = self._marks[marks[k - 1]]
+            if self._seen[call].start_ns >= alive_since:
+                return k, call
+        return lo, best
 
     def _remember(self, item: Item, cacheable: int, marks: list[int]) -> None:
         known = self._marks
@@ -261,10 +272,16 @@ class Ledger:
         shared: int, diff: Difference | None, gap: float | None, cacheable: int, potential: int,
     ) -> Reason:  # fmt: skip
         read = reported.cache_read if reported is not None else None
+        got = read if read is not None else possible.cache_read
+        short = possible.cache_read - max(128, HIT_SLACK * possible.cache_read)
+        if possible.cache_read > 0 and read is not None and read < short:
+            return "evicted"  # what its request shares with those before it was cached; the provider read less
+        if seen is not None and diff is not None and seen.model == item.model and (gap is None or gap <= sim.ttl):
+            had = min(seen.cacheable, cacheable)  # what the compared call had cached, up to what this one could keep
+            if had >= sim.min_tokens and had - got > BROKEN_SLACK:  # it read part of it, or none: it broke it
+                return "tools_changed" if diff.part == "tools" else "prefix_changed"
         if possible.cache_read > 0:
-            if read is None or read >= possible.cache_read - max(128, HIT_SLACK * possible.cache_read):
-                return "hit"
-            return "evicted"  # an unchanged prefix within the TTL, read less than it allowed
+            return "hit"
         if read and read > 0:
             return "hit"  # the provider found more than the rules explain (another route, a longer TTL): it read
         if seen is None:
@@ -326,11 +343,12 @@ def _same_start(before: Parts | None, after: Parts | None) -> bool:
     return before is not None and after is not None and first_difference(before, after) is None
 
 
-def _marks(req: cache.Request) -> list[int]:
-    """The hash of the request's token prefix every ``STEP`` tokens."""
+def _marks(req: cache.Request, cache_of: str) -> list[int]:
+    """The hash of the request's token prefix every ``STEP`` tokens, in the cache ``cache_of``
+    names (a cache is per provider and model: the same prefix sent to another is another)."""
     ids = [t for b in req.blocks for t in b.tokens]
     out: list[int] = []
-    h = 0
+    h = cache._chain_memo(0, tuple(cache_of.encode()))
     for at in range(STEP, len(ids) + 1, STEP):
         h = cache._chain_memo(h, tuple(ids[at - STEP : at]))
         out.append(h)

@@ -223,16 +223,20 @@ def test_every_call_was_logged_with_the_usage_the_server_answered(run):
 
 # ---- the ledger ---------------------------------------------------------------------------------
 def test_the_ledger_gives_each_call_its_injected_reason(run):
-    assert reason_problems(ledger(run.log, TTL), expected_calls(run.steps)) == []
+    problems = reason_problems(ledger(run.log, TTL), expected_calls(run.steps), run.served, TTL)
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_ledger_finds_each_first_difference_where_it_was_injected(run):
-    assert difference_problems(ledger(run.log, TTL), expected_calls(run.steps)) == []
+    problems = difference_problems(ledger(run.log, TTL), expected_calls(run.steps))
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_ledger_reports_what_the_server_answered(run):
-    assert reported_problems(ledger(run.log, TTL), run.served) == []
+    problems = reported_problems(ledger(run.log, TTL), run.served)
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_ledger_counts_a_loss_exactly_on_the_busted_calls(run):
-    assert loss_problems(ledger(run.log, TTL), expected_calls(run.steps), TTL) == []
+    problems = loss_problems(ledger(run.log, TTL), expected_calls(run.steps), TTL)
+    assert problems == [], "\n".join(problems)

@@ -276,7 +276,7 @@ def test_the_expected_calls_follow_the_runs():
         (7, "hit", 4), (8, "hit", 7),
         (9, "evicted", 8), (10, "hit", 9),
     ]  # fmt: skip
-    assert [e.busted for e in calls] == [False, False, True, False, True, True, False, False, True, False]
+    assert [e.busted for e in calls] == [False, False, True, False, False, False, False, False, True, False]
     assert calls[2].difference == Difference("system", 0, 0) and calls[0].difference is None
 
 
@@ -313,7 +313,7 @@ def right_rows(served: list[Served]) -> list[dict[str, Any]]:
 
 def all_problems(rows: list[dict[str, Any]], served: list[Served]) -> list[str]:
     expected = expected_calls(STEPS)
-    return [*reason_problems(rows, expected), *difference_problems(rows, expected),
+    return [*reason_problems(rows, expected, served, TTL), *difference_problems(rows, expected),
             *reported_problems(rows, served), *loss_problems(rows, expected, TTL)]  # fmt: skip
 
 

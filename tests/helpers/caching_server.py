@@ -62,6 +62,7 @@ from typing import Any, Literal
 
 from callctx.components import tokens
 from callctx.components.cache import by_model, load_rules
+from callctx.components.cache_ledger import common_prefix
 from helpers.fake_openai import chat_completion, example_arguments, final_text, response
 
 ENCODING = "o200k_base"
@@ -688,10 +689,13 @@ class Expected:
     compared_with: int | None
     difference: Difference | Literal["unchecked"] | None
     step: int  # which step of the scenario made it
+    continues: bool = False  # a later call of its run: it extends the call before
 
     @property
     def busted(self) -> bool:
-        return self.reason not in ("hit", "first")
+        """Did the call send again what an earlier call had cached? Not a first call, nor a hit,
+        nor one under the minimum: no cache would have served a prefix that short."""
+        return self.reason not in ("hit", "first", "below_minimum")
 
 
 def expected_calls(steps: list[Step]) -> list[Expected]:
@@ -709,7 +713,7 @@ def expected_calls(steps: list[Step]) -> list[Expected]:
                 before = (last_short or last_long) if step.short else last_long
                 out.append(Expected(n, step.reason, before, step.difference if before else None, s))
             else:
-                out.append(Expected(n, "below_minimum" if step.short else "hit", n - 1, UNCHECKED, s))
+                out.append(Expected(n, "below_minimum" if step.short else "hit", n - 1, UNCHECKED, s, True))
         if step.short:
             last_short = len(out)
         else:
@@ -777,16 +781,46 @@ def _misnumbered(rows: list[dict[str, Any]], n: int) -> list[str]:
     return [] if numbers == list(range(1, n + 1)) else [f"the ledger lists calls {numbers}, the run made 1 to {n}"]
 
 
-def reason_problems(rows: list[dict[str, Any]], expected: list[Expected]) -> list[str]:
-    """Every call: its number, its reason, and the call it was compared with."""
+def _shared(a: Served, b: Served) -> int:
+    """Characters of the two requests' pieces, in wire order, that are the same before the first difference."""
+    n = 0
+    for x, y in zip(pieces(a.api, a.body), pieces(b.api, b.body), strict=False):
+        if (x.part, x.index, x.kind) != (y.part, y.index, y.kind):
+            break
+        if x.text != y.text:
+            return n + common_prefix(x.text, y.text)
+        n += len(x.text)
+    return n
+
+
+def as_good_as_the_one_before(served: list[Served], call: int, ttl: float) -> set[int]:
+    """The calls (from 1) a continuing call may be compared with: the one before it, and any
+    earlier one of its model, still within the TTL, sharing at least as long a prefix with it
+    (the same question asked again makes the same request)."""
+    me, before = served[call - 1], served[call - 2]
+    need = _shared(before, me)
+    return {call - 1} | {
+        k + 1 for k, s in enumerate(served[: call - 1])
+        if s.model == me.model and me.at - s.at <= ttl and _shared(s, me) >= need
+    }  # fmt: skip
+
+
+def reason_problems(
+    rows: list[dict[str, Any]], expected: list[Expected], served: list[Served], ttl: float
+) -> list[str]:
+    """Every call: its number, its reason, and the call it was compared with (for a call that
+    continues its run, any call :func:`as_good_as_the_one_before`)."""
     if wrong := _misnumbered(rows, len(expected)):
         return wrong
-    return [
-        f"call {e.call}: reason {r.get('reason')!r} compared with {r.get('compared_with')!r}; "
-        f"injected {e.reason!r}, compared with {e.compared_with!r}"
-        for r, e in zip(rows, expected, strict=True)
-        if (r.get("reason"), r.get("compared_with")) != (e.reason, e.compared_with)
-    ]
+    problems = []
+    for r, e in zip(rows, expected, strict=True):
+        allowed = as_good_as_the_one_before(served, e.call, ttl) if e.continues else {e.compared_with}
+        if r.get("reason") != e.reason or r.get("compared_with") not in allowed:
+            problems.append(
+                f"call {e.call}: reason {r.get('reason')!r} compared with {r.get('compared_with')!r}; "
+                f"injected {e.reason!r}, compared with {sorted(allowed, key=str)!r}"
+            )
+    return problems
 
 
 def difference_problems(rows: list[dict[str, Any]], expected: list[Expected]) -> list[str]:

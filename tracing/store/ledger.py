@@ -152,7 +152,8 @@ class LedgerView:
             except Unrebuildable as e:
                 unknown = f"it cannot be rebuilt ({e}): the cache never saw it here"
             else:
-                request = cache.request_of(found.context, found.exchanges, tokenize=self._tokenize)
+                marking = self.ledger.simulator(rules_row(call), call.model).marking
+                request = cache.request_of(found.context, found.exchanges, tokenize=self._tokenize, marking=marking)
                 parts = request_parts(found.manifest.wire, found.body)
         else:
             said = reconstruct(rec).messages
