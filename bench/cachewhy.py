@@ -3,8 +3,8 @@ log's last call.
 
 Two logs of ``--calls`` model calls each, written beforehand:
 
-* **ours**: the research agent of ``callctx demo`` run again and again in one session (its
-  calls recorded by the callctx runtime: manifests and texts, rebuilt for the ledger);
+* **ours**: the research agent of ``callctx demo`` run again and again, ten runs a session
+  (its calls recorded by the callctx runtime: manifests and texts, rebuilt for the ledger);
 * **framework**: sessions of a chat agent another instrumentation traced (GenAI chat spans
   with their system text, a conversation that grows by a turn a call, and the cache read and
   write its provider reported; a timestamp in the system text every 50th call busts it).
@@ -48,19 +48,21 @@ from callctx.ui.views import Views
 
 TARGET_MS = 300.0
 SESSION = 40  # framework calls per session
+RUNS = 10  # runs of the research agent per session of ours
 SYSTEM = " ".join(f"Follow rule {i}: answer in the customer's language and cite the policy." for i in range(120))
 
 
 def our_log(path: Path, calls: int) -> int:
-    rt = setup(path, session_id="bench")
-    while True:
-        run(rt)
-        with LocalStore(path) as store:
-            n = store.state().calls
-        if n >= calls:
-            break
-    rt.close()
-    return n
+    """Sessions of ``RUNS`` runs of the research agent (11 calls a run) until ``calls``."""
+    per_run = 11
+    runs = -(-calls // per_run)
+    for first in range(0, runs, RUNS):
+        rt = setup(path, session_id=f"bench-{first // RUNS}")
+        for _ in range(min(RUNS, runs - first)):
+            run(rt)
+        rt.close()
+    with LocalStore(path) as store:
+        return store.state().calls
 
 
 def framework_log(path: Path, calls: int) -> int:

@@ -35,10 +35,12 @@ from selenium.webdriver.support.ui import Select
 
 
 class Page:
-    """``callctx ui`` for one log, as the command serves it."""
+    """``callctx ui`` for one log, as the command serves it (``follows``: its cache ledger
+    kept up by the test, as the command's background thread would)."""
 
-    def __init__(self, log):
-        self.views = Views(LocalStore(log))
+    def __init__(self, log, *, follows=False):
+        self.store = LocalStore(log)
+        self.views = Views(self.store, wait_for_cache=not follows)
         self.server = serve_page(self.views, "127.0.0.1", 0, shape=Shaper().redact)
         self.base = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -191,6 +193,28 @@ def test_a_framework_call_shows_its_reason_the_diff_and_both_cache_figures(brows
         points, readout = wait_for(browser, chart, message="the chart's reported line")
         assert points == 5  # one point per call: the cache read its provider reported
         assert "reported by the provider" in readout and "simulated" in readout
+        assert js_errors(browser) == []
+    finally:
+        page.server.shutdown()
+
+
+def test_a_call_opens_before_the_cache_ledger_reaches_it_and_its_pane_fills_in(browser, tmp_path):
+    page = Page(log_of(session(), tmp_path), follows=True)
+    try:
+        open_page(browser, f"{page.base}/ui/calls/3")
+        pending = wait_for(browser, lambda d: [e.text for e in css(d, "[data-testid=cache][aria-busy=true]")])
+        assert "0 of 5 calls" in pending[0]
+        assert css(browser, "[data-testid=reconstructed]")  # the call itself is shown meanwhile
+        page.store.ledger.update()  # what the background thread does
+        reason = wait_for(
+            browser,
+            lambda d: [
+                e.get_attribute("data-reason")
+                for e in css(d, "[data-testid=cache]")
+                if e.get_attribute("aria-busy") is None and e.get_attribute("data-reason")
+            ],
+        )
+        assert reason == ["prefix_changed"]
         assert js_errors(browser) == []
     finally:
         page.server.shutdown()

@@ -118,3 +118,15 @@ def test_ttl_given_on_the_command_line(tmp_path):
     assert [e["reason"] for e in lines] == ["first", "hit", "hit"] and lines[1]["reported"] == {"input": 10}
     lines = [json.loads(x) for x in cli_ok("cache", path, "--why", "--json", "--ttl", "5").splitlines()]
     assert [e["reason"] for e in lines] == ["first", "ttl_expired", "ttl_expired"]  # ten seconds apart
+
+
+def test_a_page_over_a_following_store_shows_a_call_before_the_ledger_reaches_it(tmp_path):
+    with LocalStore(log_of(session(), tmp_path)) as store:
+        views = Views(store, wait_for_cache=False)  # the ledger is kept up elsewhere (callctx ui, serve)
+        early = views.call(3)
+        assert early["cache"] == {"pending": True, "ready": 0, "calls": 5} and early["diff"] is None
+        assert early["messages"] and store.state().ledger == 0  # the rest is there; nothing was simulated
+        store.ledger.update(upto=2)
+        assert views.call(3)["cache"]["pending"] and views.call(2)["cache"]["reason"] == "hit"
+        store.ledger.update()
+        assert views.call(3)["cache"] == entry_json(store.cache(3)) and store.state().ledger == 5

@@ -251,6 +251,25 @@ def records_of(spans):
     return out
 
 
+def wrappers_of(spans, links):
+    """One request, one call: LLM spans above a call that carries usage (``llm``: the others
+    carry none) are its wrappers, and a call under a wrapper that ended with no usage is its
+    preparation; neither is a call."""
+    kinds = {format(sid, "016x"): (kind, ended, format(parent, "016x") if parent else None)
+             for _, sid, parent, kind, _, ended, _ in spans}  # fmt: skip
+    wrappers = set()
+    for _, sid, parent, kind, _, _, _ in spans:
+        if kind != "llm" or agentic_chain(format(parent, "016x") if parent else None, links.get).in_our_call:
+            continue
+        up = kinds[format(sid, "016x")][2]
+        while up is not None:
+            if kinds[up][0] in ("llm", "sdk"):
+                wrappers.add(up)
+            up = kinds[up][2]
+    prepared = {sid for sid, (kind, ended, parent) in kinds.items() if kind == "sdk" and ended and parent in wrappers}
+    return wrappers | prepared
+
+
 def oracle(spans):
     """What the projection's rules say the calls are: (number, span id, function, path, status)."""
     links = {}
@@ -267,6 +286,7 @@ def oracle(spans):
         function, path = (f"o{sid}", ["x", f"o{sid}"]) if kind == "ours" else (chain.function, chain.path)
         status = ("error" if sid % 5 == 0 else "ok") if ended else "running"
         calls.append((start, format(sid, "016x"), function, path, status))
+    calls = [c for c in calls if c[1] not in wrappers_of(spans, links)]
     calls.sort()
     return [(i, sid, fn, path, status) for i, (_, sid, fn, path, status) in enumerate(calls, start=1)]
 

@@ -86,7 +86,7 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
     access = Access.of(token, args.allow_host, served=args.host)
     try:
-        server = serve_page(Views(store), args.host, args.port, shape=shape, access=access)
+        server = serve_page(Views(store, wait_for_cache=False), args.host, args.port, shape=shape, access=access)
     except OSError as e:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -40,7 +40,7 @@ def make_handler(
     def views() -> Views:
         with page_lock:
             if not page:
-                page.append(Views(rx.store))
+                page.append(Views(rx.store, wait_for_cache=rx.follows))
             return page[0]
 
     wait = read_timeout

@@ -106,6 +106,7 @@ class Receiver:
         self.stats = Stats()
         self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
         self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
+        self.follows = index_every is not None
         if index_every is not None:
             self.store.follow(index_every)  # the index and the cache ledger, kept up in the background
 

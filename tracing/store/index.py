@@ -737,8 +737,8 @@ class _Block:
         """One model call per request: an LLM span of another instrumentation above one that
         carries the usage is a wrapper (a framework's ``predict_and_call`` around the client's
         ``chat``), not a call; nor is an LLM span under a wrapper that carries none (its
-        preparation). Found whichever of them arrives first: when the usage arrives, or when
-        the spans above a call that carries it do."""
+        preparation, once it ended without). Found whichever of them arrives first: when the
+        usage arrives, or when the spans above a call that carries it do."""
         db = self.db
         carriers = [(r[0], r[2]) for r in call_rows if r[13] is None and (r[14] is not None or r[15] is not None)]
         bare = [r[-1] for r in call_ends if r[3] is None and r[4] is None]
@@ -767,7 +767,7 @@ class _Block:
                 db.execute(f"DELETE FROM calls WHERE span_id IN ({_IN_LIST})", chunk)
                 db.execute(
                     f"DELETE FROM calls WHERE parent_id IN ({_IN_LIST}) AND manifest IS NULL AND input IS NULL "
-                    "AND output IS NULL",
+                    "AND output IS NULL AND end_ns IS NOT NULL",
                     chunk,
                 )  # fmt: skip
         for chunk in _padded(bare):  # a call that ended with no usage under a wrapper: its preparation

@@ -75,18 +75,25 @@ class LedgerView:
 
     def entry(self, n: int) -> Entry:
         """Call ``n``'s entry (the ledger brought up to it first)."""
+        self.update(upto=n)
         with self._lock:
-            self.update(upto=n)
             if not 1 <= n <= len(self.ledger.entries):
                 raise out_of_range(n, self.store.state().calls)
             return self.ledger.entries[n - 1]
+
+    def ready(self, n: int) -> Entry | None:
+        """Call ``n``'s entry if the ledger has reached it already, else None at once (for a
+        reader that shows the rest meanwhile; it may be of an order the store has since
+        changed: compare its span id). Takes no lock."""
+        done = self.ledger.entries
+        return done[n - 1] if 1 <= n <= len(done) else None
 
     def entries_of(self, numbers: Sequence[int]) -> list[Entry]:
         """The entries of calls ``numbers`` (the ledger brought up to the last of them first)."""
         if not numbers:
             return []
+        self.update(upto=max(numbers))
         with self._lock:
-            self.update(upto=max(numbers))
             have = len(self.ledger.entries)
             for n in numbers:
                 if not 1 <= n <= have:
@@ -95,29 +102,36 @@ class LedgerView:
 
     def entries(self) -> list[Entry]:
         """Every call's entry, in call order."""
+        self.update()
         with self._lock:
-            self.update()
             return list(self.ledger.entries)
 
     def update(self, upto: int | None = None) -> int:
-        """Feed the calls the store holds that the ledger has not seen (up to call ``upto``);
-        returns how many calls the ledger covers."""
-        with self._lock:
-            fed = self.fed
-            if fed:
-                head = self.store.calls(offset=fed - 1, limit=1).items
-                if not head or head[0].span_id != self._order[-1]:  # the order changed: start again
-                    self._rewind()
-            while upto is None or self.fed < upto:
-                page = self.store.calls(offset=self.fed, limit=PAGE).items
-                if not page:
-                    break
-                if upto is not None:
-                    page = page[: max(0, upto - self.fed)]
-                self._feed(page)
-                if len(page) < PAGE:
-                    break
-            return self.fed
+        """Feed the calls the store holds that the ledger has not seen (up to call ``upto``),
+        a page at a time (the lock is let go between pages, so readers of calls already fed
+        need not wait for the rest); returns how many calls the ledger covers."""
+        while True:
+            with self._lock:
+                if not self._page(upto):
+                    return self.fed
+
+    def _page(self, upto: int | None) -> bool:
+        """Feed one page; False when there was nothing more to feed."""
+        fed = self.fed
+        if fed:
+            head = self.store.calls(offset=fed - 1, limit=1).items
+            if not head or head[0].span_id != self._order[-1]:  # the order changed: start again
+                self._rewind()
+                fed = self.fed
+        if upto is not None and fed >= upto:
+            return False
+        page = self.store.calls(offset=fed, limit=PAGE).items
+        if upto is not None:
+            page = page[: max(0, upto - fed)]
+        if not page:
+            return False
+        self._feed(page)
+        return True
 
     def _rewind(self) -> None:
         """Back to the last checkpoint whose calls are still the first calls, in order."""

@@ -182,7 +182,7 @@ class LocalStore:
         return StoreState(
             cursor=cursor, calls=self.index.count_calls(), trees=self.index.tree_count(),
             spans=self.index.span_count(), source=str(self.path), exists=self.path.exists(),
-            damaged=self._tail.damaged,
+            damaged=self._tail.damaged, ledger=self.ledger.fed,
         )  # fmt: skip
 
     def facets(self) -> Facets:
@@ -416,6 +416,12 @@ class LocalStore:
 
     def cache(self, n: int) -> CacheEntry:
         return self.ledger.entry(n)
+
+    def cache_ready(self, n: int) -> CacheEntry | None:
+        found = self.ledger.ready(n)
+        if found is None or found.span_id != self.call(n).span_id:
+            return None
+        return found
 
     def cache_many(self, numbers: Sequence[int]) -> list[CacheEntry]:
         return self.ledger.entries_of(numbers)

@@ -152,6 +152,7 @@ class StoreState(msgspec.Struct, kw_only=True):
     spans: int
     exists: bool  # False: nothing to read yet (a log not created yet, an empty table)
     damaged: int  # records that could not be read
+    ledger: int = 0  # calls the cache ledger covers (it catches up in the background)
 
 
 class Recorded(msgspec.Struct, kw_only=True):
@@ -211,6 +212,11 @@ class Store(Protocol):
     def cache(self, n: int) -> CacheEntry:
         """Call ``n``'s line of the cache ledger: what the provider reported, what its rules
         made possible, and why it read less (:mod:`callctx.components.cache_ledger`)."""
+        ...
+
+    def cache_ready(self, n: int) -> CacheEntry | None:
+        """:meth:`cache` if the ledger has reached call ``n`` already, else None at once
+        (``state().ledger`` says how far it is)."""
         ...
 
     def cache_many(self, numbers: Sequence[int]) -> list[CacheEntry]:

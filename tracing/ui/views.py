@@ -34,7 +34,7 @@ from callctx.store.ledger import entry_json
 from callctx.store.model import CacheEntry, Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
 from .prices import DEFAULT, PROVIDERS, Prices
-from .simulation import LogSimulation, shares
+from .simulation import LogSimulation, Share, shares
 
 _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
 _TOTALS = ("total", "read", "write", "uncached", "cost", "cost_uncached")
@@ -51,10 +51,14 @@ def _page(page: Page[Any]) -> dict[str, Any]:
 
 
 class Views:
-    """The page's data over one store."""
+    """The page's data over one store. ``wait_for_cache``: a call's view waits for the cache
+    ledger to reach it; False where the store follows its source in the background (``callctx
+    ui``, ``serve``): a call the ledger has not reached yet is shown at once, its cache pane
+    ``pending`` (with how far the ledger is), and complete when the page asks again."""
 
-    def __init__(self, store: Store, rules: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, store: Store, rules: Mapping[str, Any] | None = None, *, wait_for_cache: bool = True) -> None:
         self.store = store
+        self.wait_for_cache = wait_for_cache  # False: the store's ledger catches up elsewhere (it follows)
         self.prices = Prices(rules)
         self._rules = dict(self.prices.rules)
         self._tokenizer: cache.Tokenizer | None = None  # loaded with the first call shown, not for the lists
@@ -137,8 +141,12 @@ class Views:
         if provider is not None and provider not in PROVIDERS:
             raise BadInput(f"provider is one of {', '.join(PROVIDERS)}")
         row = {**self._row(c), "path": self.store.ancestors(c.span_id)}
-        entry = self.store.cache(n)
-        pane = entry_json(entry)
+        entry = self.store.cache(n) if self.wait_for_cache else self.store.cache_ready(n)
+        if entry is not None:
+            pane = entry_json(entry)
+        else:  # the ledger has not reached it: the rest now, the cache when the page asks again
+            st = self.store.state()
+            pane = {"pending": True, "ready": st.ledger, "calls": st.calls}
         try:
             found = context_of(self.store.recorded(c))
         except Unrebuildable as e:  # shown as such; it hides no other call
@@ -149,13 +157,15 @@ class Views:
             answered = [{"role": m.role, "content": m.text} for m in rec.output]
             tools = [msgspec.to_builtins(t) for t in rec.tools]
             return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
-                    "tools": tools, "source": rec.source, "cache": pane, "diff": _ledger_diff(entry)}  # fmt: skip
+                    "tools": tools, "source": rec.source, "cache": pane,
+                    "diff": _ledger_diff(entry) if entry is not None else None}  # fmt: skip
         context, exchanges = found.context, found.exchanges
         tokenize = self._tokenize()
         ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
         with self._lock:
             self._restored[c.span_id] = (context, exchanges)
-            if provider is not None and provider != entry.rules:
+            simulation: dict[str, Any] | None
+            if provider is not None and (entry is None or provider != entry.rules):
                 sim = self._simulation(provider)
                 own = self._own_calls(c)
                 at = next(i for i, x in enumerate(own) if x.span_id == c.span_id)
@@ -163,10 +173,16 @@ class Views:
                 assert result is not None  # this call was just rebuilt
                 simulation = {**dataclasses.asdict(result), "provider": provider, "model": sim.model,
                               "warnings": list(sim.sim.warnings), "what_if": True}  # fmt: skip
-            else:
+            elif entry is not None:
                 simulation = _simulated(entry, c.function)
-            split = shares([sg.tokens for sg in context.segments] + ex_tokens,
-                           simulation["read"], simulation["write"], simulation["total"])  # fmt: skip
+            else:
+                simulation = None
+            sizes = [sg.tokens for sg in context.segments] + ex_tokens
+            split: list[Share | None] = (
+                list(shares(sizes, simulation["read"], simulation["write"], simulation["total"]))
+                if simulation is not None
+                else [None] * len(sizes)
+            )
             cacheable = context.cacheable_tokens
             segments = []
             pos = 0
@@ -174,7 +190,7 @@ class Views:
                 segments.append({"i": i, "component": sg.component, "layer": sg.layer, "section": sg.section,
                                  "tokens": sg.tokens, "breakpoint": sg.breakpoint,
                                  "cached_prefix": pos + sg.tokens <= cacheable and sg.cacheable, "text": sg.text,
-                                 "cache": msgspec.to_builtins(share)})  # fmt: skip
+                                 "cache": msgspec.to_builtins(share) if share is not None else None})  # fmt: skip
                 pos += sg.tokens
             return {
                 **row,
@@ -187,12 +203,17 @@ class Views:
                 "encoding": context.encoding,
                 "segments": segments,
                 "exchanges": [
-                    {"kind": _exchange_kind(e), "text": exchange_text(e), "tokens": t, "cache": msgspec.to_builtins(sh)}
+                    {
+                        "kind": _exchange_kind(e),
+                        "text": exchange_text(e),
+                        "tokens": t,
+                        "cache": msgspec.to_builtins(sh) if sh is not None else None,
+                    }
                     for e, t, sh in zip(exchanges, ex_tokens, split[len(context.segments) :], strict=False)
                 ],
                 "simulation": simulation,
                 "cache": pane,
-                "diff": self._diff(c, context, entry),
+                "diff": self._diff(c, context, entry) if entry is not None else None,
                 "problems": [f"component {p.component} failed: {p.error}" for p in context.problems],
             }
 

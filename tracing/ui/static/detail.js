@@ -172,7 +172,7 @@ export class CallDetail {
 
   segment(s) {
     const id = `seg-${s.i}`;
-    const c = s.cache || { read: 0, write: 0, uncached: 0 };
+    const c = s.cache;
     const body = h("pre", { id: `${id}-text`, class: "text", hidden: true }, textWithHere(s.text || ""));
     const head = h("button", { type: "button", class: "seg-head", "aria-expanded": "false", "aria-controls": `${id}-text`, onclick: () => this.toggle(el) },
       h("span", { class: "chev", "aria-hidden": "true", text: "▸" }),
@@ -182,8 +182,8 @@ export class CallDetail {
       s.section ? h("span", { class: "muted small", text: s.section }) : null,
       h("span", { class: "tok", text: `${fmtInt(s.tokens)} tok` }),
       s.cached_prefix ? h("span", { class: "badge cached", text: "in cached prefix" }) : null,
-      h("span", { class: "seg-cache", "data-testid": "seg-cache", title: "simulated prompt cache for this segment" },
-        `read ${fmtInt(c.read)} · write ${fmtInt(c.write)} · uncached ${fmtInt(c.uncached)}`),
+      h("span", { class: "seg-cache", "data-testid": "seg-cache", title: "simulated prompt cache for this segment (the provider reports only totals)" },
+        c ? `read ${fmtInt(c.read)} · write ${fmtInt(c.write)} · uncached ${fmtInt(c.uncached)}` : "cache …"),
       herePreview(s.text || ""),
     );
     const el = h("section", {
@@ -323,6 +323,14 @@ export class CallDetail {
   cachePane(d) {
     const c = d.cache;
     if (!c) return null;
+    if (c.pending) {
+      // the ledger is still catching up with the log: ask again shortly
+      const n = d.index, token = this.token;
+      setTimeout(() => { if (this.token === token && this.n === n) this.show(n, this.provider, { keep: true }); }, PENDING_RETRY_MS);
+      return h("section", { class: "block cache-pane", "data-testid": "cache", "data-reason": "", "aria-busy": "true" },
+        h("h3", { text: "Prompt cache" }),
+        h("p", { class: "muted", text: `simulating the provider's cache over the log: ${fmtInt(c.ready)} of ${fmtInt(c.calls)} calls so far…` }));
+    }
     const rep = c.reported;
     const p = c.possible || {};
     const link = (n) => h("a", { href: `/ui/calls/${n}`, onclick: (e) => { e.preventDefault(); this.onCall(n); }, text: `call ${n}` });
@@ -348,6 +356,7 @@ export class CallDetail {
   }
 }
 
+const PENDING_RETRY_MS = 1000;
 const PART_NAMES = { tools: "tool", system: "system text", messages: "message" };
 
 // ---- helpers ---------------------------------------------------------------------------------
