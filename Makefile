@@ -30,6 +30,7 @@ demo: $(INSTALLED)
 
 test: $(BIN)/.test $(INSTALLED)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest
 

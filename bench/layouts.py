@@ -145,9 +145,7 @@ def full_history(call: CallRecord, earlier: list[CallRecord], tok: Tokenizer) ->
 
 def one_marker(ctx: Context) -> Context:
     """Ours without the second tree marker (the block where the current call's parent begins)."""
-    return msgspec.structs.replace(
-        ctx, segments=[msgspec.structs.replace(s, parent_block=None) for s in ctx.segments]
-    )
+    return msgspec.structs.replace(ctx, segments=[msgspec.structs.replace(s, parent_block=None) for s in ctx.segments])
 
 
 def no_markers(req: Request) -> Request:

@@ -341,9 +341,7 @@ class Projection:
         if self.rendered:
             self._touch(n)
 
-    def _finish(
-        self, n: Node, end: dict[str, Any], start: dict[str, Any], events: Sequence[SpanEvent] = ()
-    ) -> None:
+    def _finish(self, n: Node, end: dict[str, Any], start: dict[str, Any], events: Sequence[SpanEvent] = ()) -> None:
         """Keep only what the rendering of a finished call needs (end attributes win; ``events``
         are the end's span events, where another instrumentation's model call may give its output)."""
         n.attrs = None

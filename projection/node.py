@@ -122,9 +122,7 @@ class Node(msgspec.Struct, eq=False, gc=False, repr_omit_defaults=True):
     # The rare fields, kept in ``extra`` so a released call stays small.
     conv = property(lambda self: self._get("conv"), lambda self, v: self._set("conv", v))
     """The session (conversation id) the span named, if any."""
-    plain_children = property(
-        lambda self: self._get("plain_children"), lambda self, v: self._set("plain_children", v)
-    )
+    plain_children = property(lambda self: self._get("plain_children"), lambda self, v: self._set("plain_children", v))
     """Spans directly under a span that holds nothing (see the module docstring)."""
     input = property(lambda self: self._get("input"), lambda self, v: self._set("input", v))
     """Display input of a finished model exchange or tool call."""

@@ -11,18 +11,25 @@ What the server did is checked first, then that the log's calls carry the usage 
 then what ``callctx cache LOG --why --json --ttl TTL`` says of each call (see
 ``tests/frameworks/test_cache_reasons.py`` for the same with other frameworks' agents).
 
-Minimums from the rules table (``gpt-4.1`` family 2,048 tokens, Claude Sonnet 4.5 / 4.6 1,024),
-the TTL 2 s on the server and on the ledger, the pause real (3 s)."""
+Minimums from the rules table (``gpt-4.1`` family 2,048 tokens, Claude Sonnet 4.5 / 4.6 1,024).
+Real time plays no part in the outcome: the TTL, on the server and on the ledger, is 600 s, far
+longer than a run takes, so no real gap between calls reaches it; and the pause takes no time:
+:class:`Clocks` moves the server's clock (:meth:`~helpers.caching_server.CachingServer.advance`)
+and the span timestamps (the OpenTelemetry SDK's ``time_ns``, which callctx's spans start and end
+on, patched for the run) forward by the TTL and a minute at once. The ledger sees a gap over the
+TTL exactly there, however slow the machine."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+import opentelemetry.sdk.trace as otel_sdk_trace
 import pytest
 from helpers.caching_server import (
     UNCHECKED,
@@ -54,8 +61,8 @@ from callctx.models.anthropic import AnthropicMessages
 from callctx.models.base import Model
 from callctx.models.openai import OpenAIChat
 
-TTL = 2.0
-PAUSE = TTL + 1.0
+TTL = 600.0  # far more than a run takes: only a pause makes a gap this long
+PAUSE = TTL + 60.0  # how far a pause moves the clocks forward, at once
 QUESTION = "What's the weather in Paris?"
 OPENAI_RULES = table_rules("openai", ttl_seconds=TTL)
 ANTHROPIC_RULES = table_rules("anthropic", ttl_seconds=TTL)
@@ -129,6 +136,28 @@ def the_new_tool(s: Served) -> Difference:
     return Difference("tools", where(s, "tools", '"get_forecast"')[0])
 
 
+class Clocks:
+    """The clocks a run's cache outcome reads, moved forward together: the server's and the one
+    callctx's spans are stamped with (the OpenTelemetry SDK's ``time_ns``, shifted while the
+    context of :meth:`shifted` is open)."""
+
+    def __init__(self, server: CachingServer) -> None:
+        self.server = server
+        self.shift_ns = 0
+
+    @contextmanager
+    def shifted(self) -> Iterator[Clocks]:
+        assert otel_sdk_trace.time_ns is time.time_ns, "the OpenTelemetry SDK no longer stamps spans with time.time_ns"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(otel_sdk_trace, "time_ns", lambda: time.time_ns() + self.shift_ns)
+            yield self
+
+    def pause(self, seconds: float) -> None:
+        """Time passing, ``seconds`` of it, at once."""
+        self.server.advance(seconds)
+        self.shift_ns += int(seconds * 1e9)
+
+
 def drive(provider: str, tmp: Path) -> Run:
     """One run of the scenario through ``provider``'s client, each question a step."""
     m1, m2 = MODELS[provider]
@@ -139,7 +168,10 @@ def drive(provider: str, tmp: Path) -> Run:
     steps: list[Step] = []
     session = "weather-desk" if provider == "openai" else None  # OpenAI: one tree for every question
 
-    with CachingServer(openai=OPENAI_RULES, anthropic=ANTHROPIC_RULES) as server:
+    with (
+        CachingServer(openai=OPENAI_RULES, anthropic=ANTHROPIC_RULES) as server,
+        Clocks(server).shifted() as clocks,
+    ):
 
         def client(model: str) -> Model:
             if provider == "openai":
@@ -167,7 +199,7 @@ def drive(provider: str, tmp: Path) -> Run:
             ask(weather, "AGENTS.md edited", "prefix_changed", the_edit, "partial")
             both = Concierge([get_weather, get_forecast])
             ask(both, "a second tool", "tools_changed", the_new_tool, "none")
-            time.sleep(PAUSE)  # the TTL running out: nothing to wait for but time
+            clocks.pause(PAUSE)  # the TTL running out, without waiting for it
             ask(both, "a pause past the TTL", "ttl_expired", same, "none")
             runtime.config.model = client(m2)
             ask(both, "another model", "model_changed", same, "none")

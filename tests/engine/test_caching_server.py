@@ -1,11 +1,13 @@
 """The caching server itself, through the providers' own SDKs: OpenAI reads the longest earlier
 prefix in 128-token steps from the minimum, Anthropic reads only at block boundaries near a
-breakpoint; nothing under the minimum, past the TTL (a hit refreshes it), after an eviction or
-for another model; usage says what was read and written, counted in o200k tokens."""
+breakpoint; nothing under the minimum, past the TTL (a hit refreshes it; the TTL runs on the
+server's clock plus what ``advance`` added), after an eviction or for another model; usage says
+what was read and written, counted in o200k tokens."""
 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -142,6 +144,34 @@ def test_past_the_ttl_nothing_is_read_and_a_hit_refreshes_it(server, oai, clock)
     clock.now += TTL + 0.01
     assert cached(chat(oai)) == 0
     assert cached(chat(oai)) > 0  # the expired request cached it again
+
+
+def admin(server: CachingServer, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """POST to one of the server's admin endpoints: the status and the JSON answered."""
+    request = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")  # fmt: skip
+    try:
+        with urllib.request.urlopen(request) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_advancing_the_time_expires_entries_in_process_and_over_http(server, oai, clock):
+    chat(oai)
+    assert server.advance(TTL * 0.8) == server.now() == clock.now + TTL * 0.8
+    assert cached(chat(oai)) > 0  # 0.8 TTL later: still there
+    assert admin(server, "/_admin/advance", {"seconds": TTL + 0.5}) == (200, {"now": clock.now + TTL * 1.8 + 0.5})
+    assert cached(chat(oai)) == 0  # past the TTL, on the server's time alone: the clock itself did not move
+    assert [s.at for s in server.served] == [clock.now, clock.now + 8.0, clock.now + 18.5]
+    server.evict()
+    assert server.evictions[-1].at == clock.now + 18.5  # evictions are on the same time
+    for bad in ({}, {"seconds": -1}, {"seconds": "5"}, {"seconds": True}):
+        status, answer = admin(server, "/_admin/advance", bad)
+        assert status == 400 and "seconds must be a finite number" in answer["error"]["message"], bad
+    with pytest.raises(ValueError, match="finite"):
+        server.advance(float("inf"))
+    assert server.now() == clock.now + 18.5
 
 
 def test_eviction_reads_nothing_and_only_for_the_model_evicted(server, oai, clock):

@@ -5,18 +5,27 @@ OpenInference's LangChain instrumentor and exported over OTLP/HTTP.
     <langgraph python> langgraph_busters.py OTLP_URL MODEL_BASE_URL PLAN_JSON
 
 The model is the caching server at MODEL_BASE_URL (ending in /v1; ChatOpenAI calls Chat
-Completions). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "steps": [...]}``, each
-step ``{"instructions", "tools" (names, in order), "model", "question", "pause" (seconds),
-"evict"}``. Before a step's run the script calls the provider's eviction endpoint when ``evict``
-is set, then waits ``pause`` seconds (time passing, for the cache's TTL to run out); then it runs
-the graph once, which makes two model calls (the tool call, then the answer). The thread id is
-the session."""
+Completions). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "advance_url", "steps":
+[...]}``, each step ``{"instructions", "tools" (names, in order), "model", "question", "pause"
+(seconds), "evict"}``. Before a step's run the script calls the provider's eviction endpoint when
+``evict`` is set; then, for a ``pause``, it moves time forward without waiting: the provider's
+(its ``advance_url``, ``POST {"seconds": pause}``) and this process's span timestamps, by the
+same amount (:func:`pause`); then it runs the graph once, which makes two model calls (the tool
+call, then the answer). The thread id is the session.
+
+The span timestamps come from the clocks shifted here. OpenInference starts and ends every span
+at its LangChain run's times, which LangChain's tracers stamp with ``datetime.now(UTC)``: a chat
+model run's start in ``langchain_core.tracers.langchain`` (OpenInference's tracer takes
+``LangChainTracer.on_chat_model_start``), every other start and every end in
+``langchain_core.tracers.core``. The OpenTelemetry SDK's ``time_ns`` (``opentelemetry.sdk.trace``)
+stamps a span started without a time."""
 
 import json
 import os
 import sys
 import time
 import urllib.request
+from datetime import datetime, timedelta
 
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ["LANGSMITH_TRACING"] = "false"
@@ -24,6 +33,9 @@ os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 from typing import Annotated, TypedDict
 
+import langchain_core.tracers.core as langchain_tracer_core
+import langchain_core.tracers.langchain as langchain_tracer
+import opentelemetry.sdk.trace as otel_sdk_trace
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -43,6 +55,43 @@ with open(plan_path, encoding="utf-8") as f:
 provider = TracerProvider(resource=Resource.create({"service.name": plan["service"]}))
 provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_url + "/v1/traces")))
 LangChainInstrumentor().instrument(tracer_provider=provider)
+
+
+# ---- the clocks of the span timestamps, shifted by the pauses ----------------------------------
+shift = timedelta(0)  # how far this process's span clocks are ahead of real time
+
+
+def shifted_time_ns() -> int:
+    return time.time_ns() + (shift // timedelta(microseconds=1)) * 1000
+
+
+class ShiftedDatetime(datetime):
+    """``datetime`` whose ``now`` is ``shift`` ahead (what LangChain's tracers call)."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.now(tz) + shift
+
+
+assert otel_sdk_trace.time_ns is time.time_ns, "the OpenTelemetry SDK no longer takes its time from time.time_ns"
+for stamps_runs in (langchain_tracer_core, langchain_tracer):
+    assert stamps_runs.datetime is datetime, f"{stamps_runs.__name__} no longer stamps runs with datetime.now"
+    stamps_runs.datetime = ShiftedDatetime
+otel_sdk_trace.time_ns = shifted_time_ns
+
+
+def post(url: str, body: dict) -> dict:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def pause(seconds: float) -> None:
+    """Time passing, ``seconds`` of it, at once: on the provider's clock and on the span clocks."""
+    global shift
+    post(plan["advance_url"], {"seconds": seconds})
+    shift += timedelta(seconds=seconds)
 
 
 @tool
@@ -82,17 +131,11 @@ def graph_for(step: dict):
     return graph.compile(name=plan["agent"])
 
 
-def evict(url: str) -> None:
-    request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        answer.read()
-
-
 for step in plan["steps"]:
     if step.get("evict"):
-        evict(plan["evict_url"])
+        post(plan["evict_url"], {})
     if step.get("pause"):
-        time.sleep(step["pause"])  # the TTL running out: nothing to wait for but time
+        pause(step["pause"])  # the TTL running out, without waiting for it
     result = graph_for(step).invoke(
         {"messages": [HumanMessage(step["question"])]},
         config={"configurable": {"thread_id": plan["session"]}},

@@ -4,22 +4,33 @@ busters the plan injects, traced by OpenInference's instrumentor and exported ov
     <openai_agents python> openai_agents_busters.py OTLP_URL MODEL_BASE_URL PLAN_JSON
 
 The model is the caching server at MODEL_BASE_URL (ending in /v1; the SDK calls the Responses
-API). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "steps": [...]}``, each step
-``{"instructions", "tools" (names, in order), "model", "question", "pause" (seconds), "evict"}``.
-Before a step's run the script calls the provider's eviction endpoint when ``evict`` is set, then
-waits ``pause`` seconds (time passing, for the cache's TTL to run out); then it runs the agent
-once, which makes two model calls (the tool call, then the answer)."""
+API). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "advance_url", "steps": [...]}``,
+each step ``{"instructions", "tools" (names, in order), "model", "question", "pause" (seconds),
+"evict"}``. Before a step's run the script calls the provider's eviction endpoint when ``evict``
+is set; then, for a ``pause``, it moves time forward without waiting: the provider's (its
+``advance_url``, ``POST {"seconds": pause}``) and this process's span timestamps, by the same
+amount (:func:`pause`); then it runs the agent once, which makes two model calls (the tool call,
+then the answer).
+
+The span timestamps come from two clocks, both shifted here: the OpenTelemetry SDK's
+``time_ns`` (``opentelemetry.sdk.trace``, for a span started without a time: the root span
+OpenInference opens per trace) and the Agents SDK's ``DefaultTraceProvider.time_iso`` (every
+other span, the model calls' among them: OpenInference starts and ends them at the Agents SDK
+span's ``started_at`` / ``ended_at``)."""
 
 import json
 import os
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 os.environ.pop("OPENAI_API_KEY", None)
 
+import opentelemetry.sdk.trace as otel_sdk_trace
 from agents import Agent, RunConfig, Runner, function_tool, set_default_openai_client
 from agents.tracing import get_trace_provider
+from agents.tracing.provider import DefaultTraceProvider
 from openai import AsyncOpenAI
 from openinference.instrumentation import using_session
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -37,6 +48,38 @@ provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_ur
 OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)  # exclusive: drops the OpenAI uploader
 processors = get_trace_provider()._multi_processor._processors
 assert [type(p).__name__ for p in processors] == ["OpenInferenceTracingProcessor"], processors
+
+# ---- the clocks of the span timestamps, shifted by the pauses ----------------------------------
+shift = timedelta(0)  # how far this process's span clocks are ahead of real time
+
+
+def shifted_time_ns() -> int:
+    return time.time_ns() + (shift // timedelta(microseconds=1)) * 1000
+
+
+def shifted_time_iso(self: DefaultTraceProvider) -> str:
+    return (datetime.now(UTC) + shift).isoformat()
+
+
+assert otel_sdk_trace.time_ns is time.time_ns, "the OpenTelemetry SDK no longer takes its time from time.time_ns"
+assert type(get_trace_provider()) is DefaultTraceProvider, type(get_trace_provider())
+otel_sdk_trace.time_ns = shifted_time_ns
+DefaultTraceProvider.time_iso = shifted_time_iso
+
+
+def post(url: str, body: dict) -> dict:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def pause(seconds: float) -> None:
+    """Time passing, ``seconds`` of it, at once: on the provider's clock and on the span clocks."""
+    global shift
+    post(plan["advance_url"], {"seconds": seconds})
+    shift += timedelta(seconds=seconds)
+
 
 set_default_openai_client(AsyncOpenAI(api_key="test", base_url=model_url, max_retries=0), use_for_tracing=False)
 
@@ -56,17 +99,11 @@ def get_forecast(city: str, days: int) -> str:
 TOOLS = {"get_weather": get_weather, "get_forecast": get_forecast}
 
 
-def evict(url: str) -> None:
-    request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        answer.read()
-
-
 for step in plan["steps"]:
     if step.get("evict"):
-        evict(plan["evict_url"])
+        post(plan["evict_url"], {})
     if step.get("pause"):
-        time.sleep(step["pause"])  # the TTL running out: nothing to wait for but time
+        pause(step["pause"])  # the TTL running out, without waiting for it
     agent = Agent(
         name=plan["agent"],
         instructions=step["instructions"],

@@ -10,8 +10,12 @@ call arrived with the usage the server answered, then what ``callctx cache LOG -
 --ttl TTL`` says of each call: the injected reason, the call it was compared with, the first
 difference where the buster put it, the usage reported, a loss exactly on the busted calls.
 
-The minimum cacheable prefix is the rules table's (``gpt-4.1`` family: 2,048 tokens), the TTL
-2 s on the server and on the ledger (the pause is real: 3 s)."""
+The minimum cacheable prefix is the rules table's (``gpt-4.1`` family: 2,048 tokens). Real time
+plays no part in the outcome: the TTL, on the server and on the ledger, is 600 s, longer than a
+whole run may take (the script is given 300 s), so no real gap between calls reaches it; and the
+pause takes no time: the script moves the server's clock (``POST /_admin/advance``) and its own
+span timestamps (the clocks its tracing reads: see each ``*_busters.py``) forward by the TTL and a
+minute at once. The ledger sees a gap over the TTL exactly there, however slow the machine."""
 
 from __future__ import annotations
 
@@ -48,8 +52,9 @@ from helpers.stores import all_calls
 from callctx.projection.calls import ModelCall
 from callctx.serve import Receiver, serve_http
 
-TTL = 2.0
-PAUSE = TTL + 1.0
+TTL = 600.0  # more than a run may last (SCRIPT_TIMEOUT): only a pause makes a gap this long
+PAUSE = TTL + 60.0  # how far a pause moves the clocks forward, at once
+SCRIPT_TIMEOUT = 300
 M1, M2 = "gpt-4.1-mini", "gpt-4.1"
 QUESTION = "What's the weather in Paris?"
 RULES = table_rules("openai", ttl_seconds=TTL)
@@ -144,13 +149,14 @@ def run(request, tmp_path_factory):
     scenario = SCENARIOS[name]
     with CachingServer(openai=RULES) as server:
         plan = {"service": f"{name}-busters", "session": f"{name}-busters-1", "agent": "Support agent",
-                "evict_url": server.url + "/_admin/evict", "steps": [p for _, p in scenario]}  # fmt: skip
+                "evict_url": server.url + "/_admin/evict", "advance_url": server.url + "/_admin/advance",
+                "steps": [p for _, p in scenario]}  # fmt: skip
         (tmp / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
         try:
             proc = subprocess.run(
                 [str(python), str(ROOT / "tests" / "frameworks" / f"{name}_busters.py"),
                  f"http://127.0.0.1:{srv.server_port}", server.base_url, str(tmp / "plan.json")],
-                capture_output=True, text=True, timeout=300,
+                capture_output=True, text=True, timeout=SCRIPT_TIMEOUT,
             )  # fmt: skip
             assert proc.returncode == 0, proc.stderr[-3000:]
             deadline = time.monotonic() + 30

@@ -18,7 +18,10 @@ behaves like the provider's and a ``usage`` that reports what the cache did:
   breakpoint), ``input_tokens`` the rest.
 
 Entries live ``ttl_seconds`` after their last use (a hit refreshes them, as the providers do),
-measured on ``clock`` at each request's arrival. :meth:`CachingServer.evict` (or
+measured at each request's arrival on the server's time: ``clock`` plus an offset that only
+:meth:`CachingServer.advance` (or ``POST /_admin/advance``, body ``{"seconds": s}``) moves, so a
+test makes time pass past a TTL without waiting for it (and a TTL far longer than any real gap
+between calls keeps real time out of the outcome). :meth:`CachingServer.evict` (or
 ``POST /_admin/evict``, body ``{}`` or ``{"model": "..."}``) drops entries as a provider may.
 
 **What is counted.** A request is read in wire order, tools, system, messages, as pieces of text
@@ -36,9 +39,10 @@ Every model request is kept as a :class:`Served` (arrival time, body, the usage 
 eviction as an :class:`Eviction`, so a test can compare what a trace and a ledger say with what the
 provider did::
 
-    with CachingServer(openai=CacheRules.from_table("openai", "gpt-4.1", ttl_seconds=2)) as server:
+    with CachingServer(openai=CacheRules.from_table("openai", "gpt-4.1", ttl_seconds=600)) as server:
         client = OpenAI(api_key="test", base_url=server.base_url)      # Anthropic: base_url=server.url
         ...
+        server.advance(660)                                             # the next request finds nothing
         server.served[-1].cache_read
 
 **Scenarios**, for the tests that hold a cache ledger (``callctx cache LOG --why``) to what the
@@ -70,6 +74,7 @@ Api = Literal["chat", "responses", "messages"]
 Part = Literal["tools", "system", "messages"]
 ROUTES: dict[str, Api] = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
 EVICT = "/_admin/evict"
+ADVANCE = "/_admin/advance"
 
 
 # ---- the rules ----------------------------------------------------------------------------------
@@ -369,7 +374,7 @@ class Served:
     path: str
     api: Api
     model: str
-    at: float  # on the server's clock, at arrival
+    at: float  # on the server's time (clock plus what advance added), at arrival
     body: dict[str, Any]
     prompt_tokens: int  # every input token, cached or not
     cache_read: int
@@ -399,6 +404,7 @@ class CachingServer:
     ) -> None:
         self._rules: dict[str, RulesFor] = {"openai": openai, "anthropic": anthropic}
         self.clock = clock
+        self._offset = 0.0  # seconds advance() added to the clock
         self._served: list[Served] = []
         self._evictions: list[Eviction] = []
         self._caches: dict[tuple[str, str], _Entries] = {}
@@ -442,8 +448,26 @@ class CachingServer:
                 if model is None or m == model:
                     dropped += len(entries.last_use)
                     entries.last_use.clear()
-            self._evictions.append(Eviction(self.clock(), model, dropped))
+            self._evictions.append(Eviction(self._now(), model, dropped))
             return dropped
+
+    # ---- its time -----------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.clock() + self._offset
+
+    def now(self) -> float:
+        """The server's time: ``clock`` plus what :meth:`advance` added."""
+        with self._lock:
+            return self._now()
+
+    def advance(self, seconds: float) -> float:
+        """Move the server's time forward by ``seconds`` (a pause, without waiting for it); returns
+        the new time. Raises ``ValueError`` for a negative or non-finite number."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
+            raise ValueError(f"seconds must be a finite number >= 0, not {seconds!r}")
+        with self._lock:
+            self._offset += float(seconds)
+            return self._now()
 
     # ---- serving ------------------------------------------------------------------------------
     def serve(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -460,7 +484,7 @@ class CachingServer:
         ids = [self._tokens(p.text) for p in ps]
         total = sum(len(t) for t in ids)
         with self._lock:
-            now = self.clock()
+            now = self._now()
             entries = self._caches.setdefault((provider, model), _Entries())
             if api == "messages":
                 read, write = block_cache(entries, rules, ps, ids, now)
@@ -606,6 +630,11 @@ def _handler(server: CachingServer) -> type[BaseHTTPRequestHandler]:
             if path == EVICT:
                 model = body.get("model")
                 return self._send(200, {"evicted": server.evict(str(model) if model else None)})
+            if path == ADVANCE:
+                try:
+                    return self._send(200, {"now": server.advance(body.get("seconds"))})
+                except ValueError as e:
+                    return self._error(400, str(e), path)
             if path not in ROUTES:
                 return self._error(404, f"the caching server does not serve {path}", path)
             try:
