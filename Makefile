@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 
 # The editable install is strict: a tree of links under build/ that a folder named `callctx`
 # beside a script cannot shadow. Links follow edits; a file added or removed needs a new
-# install, so the install is stamped with the list of the package's files.
+# install, so the install is stamped with the list of the package's files. setuptools announces
+# the strict mode with a warning on every install (the folder it keeps under build/, said here):
+# QUIET_INSTALL leaves that one out and shows any other.
+QUIET_INSTALL := PYTHONWARNINGS='ignore:Editable installation'
 FILES := $(shell find tracing projection components -type f ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort | cksum | cut -d' ' -f1)
 INSTALLED := $(VENV)/.installed-$(FILES)
 
@@ -18,11 +21,11 @@ $(BIN)/.base: pyproject.toml
 
 $(INSTALLED): $(BIN)/.base pyproject.toml
 	rm -f $(VENV)/.installed-*
-	$(BIN)/pip install --quiet -e . --config-settings editable_mode=strict
+	$(QUIET_INSTALL) $(BIN)/pip install --quiet -e . --config-settings editable_mode=strict
 	touch $@
 
 $(BIN)/.test: $(INSTALLED)
-	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=strict
+	$(QUIET_INSTALL) $(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=strict
 	touch $@
 
 demo: $(INSTALLED)
