@@ -24,3 +24,11 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which must run every test: {reason}"
+
+
+@pytest.fixture(scope="session")
+def chdb_folder(tmp_path_factory):
+    """The one chDB folder of the test run: chDB binds its engine to one folder per process, so
+    every test that uses it shares this folder (each in tables of its own)."""
+    pytest.importorskip("chdb")  # in the test extra: CI installs it, and counts a skip as a failure
+    return tmp_path_factory.mktemp("chdb") / "db"

@@ -47,10 +47,13 @@ from helpers.caching_server import (
     table_rules,
 )
 from helpers.extras import ROOT, venv_python
-from helpers.stores import all_calls
+from helpers.otel_rows import exported, through_table
+from helpers.stores import all_calls, log_of
 
+from callctx.projection.batch import records
 from callctx.projection.calls import ModelCall
 from callctx.serve import Receiver, serve_http
+from callctx.store.otel_table import OtelTable
 
 TTL = 600.0  # more than a run may last (SCRIPT_TIMEOUT): only a pause makes a gap this long
 PAUSE = TTL + 60.0  # how far a pause moves the clocks forward, at once
@@ -219,4 +222,16 @@ def test_the_ledger_reports_what_the_server_answered(run):
 
 def test_the_ledger_counts_a_loss_exactly_on_the_busted_calls(run):
     problems = loss_problems(ledger(run.log, TTL), expected_calls(run.steps), TTL)
+    assert problems == [], "\n".join(problems)
+
+
+# ---- the same spans through the Collector's ClickHouse table ------------------------------------
+def test_the_calls_read_back_from_the_collectors_clickhouse_table_keep_their_reasons(run, chdb_folder, tmp_path):
+    table = OtelTable(chdb_folder, table=f"otel_traces_{run.name}")
+    table.create()
+    back = through_table(table, exported(run.log))
+    rows = ledger(log_of(records(back), tmp_path), TTL)
+    keep = ("call", "reason", "reported", "possible", "compared_with", "first_difference", "lost_tokens")
+    assert [{k: r[k] for k in keep} for r in rows] == [{k: r[k] for k in keep} for r in ledger(run.log, TTL)]
+    problems = reason_problems(rows, expected_calls(run.steps), run.served, TTL)
     assert problems == [], "\n".join(problems)

@@ -6,25 +6,21 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers import foreign_chat
+from helpers.cli import cli_ok
+from helpers.otel_rows import exported, through_table
+from helpers.stores import all_calls, log_of, rebuilt_calls, served_views
 
 from callctx.projection import otel_traces
-from callctx.projection.batch import Batch, records
-from callctx.projection.otlp import decode_request, encode_protobuf
-from callctx.projection.spans import from_log
+from callctx.projection.batch import records
 from callctx.store.local import LocalStore
 from callctx.store.model import StoreUnavailable
 from callctx.store.otel_table import OtelTable
-from tests.helpers import foreign_chat
-from tests.helpers.cli import cli_ok
-from tests.helpers.stores import all_calls, log_of, rebuilt_calls, served_views
-
-chdb = pytest.importorskip("chdb")  # in the test extra: CI installs it, and counts a skip as a failure
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    # chDB runs one engine per process, bound to one folder: every test shares this one
-    t = OtelTable(tmp_path_factory.mktemp("chdb") / "db")
+def table(chdb_folder):
+    t = OtelTable(chdb_folder)
     t.create()
     yield t
     t.close()
@@ -47,24 +43,6 @@ def table(tmp_path_factory):
 )  # fmt: skip
 def test_values_are_stored_as_the_exporter_stores_them(value, text):
     assert otel_traces.as_string(value) == text
-
-
-def through_table(table: OtelTable, batch: Batch) -> Batch:
-    """The spans of ``batch`` written as the exporter writes them, read back a trace at a time."""
-    assert table.insert(otel_traces.row_of(r) for r in batch.spans) == len(batch.spans)
-    out: list = []
-    rejected = 0
-    for trace_id in dict.fromkeys(r.trace_id for r in batch.spans):
-        back = table.trace(trace_id)
-        out.extend(back.spans)
-        rejected += back.rejected
-    assert rejected == 0
-    return Batch(out, 0, [])
-
-
-def exported(log) -> Batch:
-    """A log's spans as a receiver decodes them from the OTLP exporter's request."""
-    return decode_request(encode_protobuf(list(from_log(log)), service="agent"))
 
 
 def test_our_agents_calls_read_from_the_table_rebuild_and_verify(table, tmp_path):
