@@ -10,7 +10,7 @@ Completions). PLAN_JSON: ``{"service", "session", "agent", "evict_url", "advance
 (seconds), "evict"}``. Before a step's run the script calls the provider's eviction endpoint when
 ``evict`` is set; then, for a ``pause``, it moves time forward without waiting: the provider's
 (its ``advance_url``, ``POST {"seconds": pause}``) and this process's span timestamps, by the
-same amount (:func:`pause`); then it runs the graph once, which makes two model calls (the tool
+same amount (:meth:`busters_clock.Clock.pause`); then it runs the graph once, which makes two model calls (the tool
 call, then the answer). The thread id is the session.
 
 The span timestamps come from the clocks shifted here. OpenInference starts and ends every span
@@ -24,8 +24,7 @@ import json
 import os
 import sys
 import time
-import urllib.request
-from datetime import datetime, timedelta
+from datetime import datetime
 
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ["LANGSMITH_TRACING"] = "false"
@@ -36,6 +35,7 @@ from typing import Annotated, TypedDict
 import langchain_core.tracers.core as langchain_tracer_core
 import langchain_core.tracers.langchain as langchain_tracer
 import opentelemetry.sdk.trace as otel_sdk_trace
+from busters_clock import Clock, post  # beside this script
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -58,11 +58,7 @@ LangChainInstrumentor().instrument(tracer_provider=provider)
 
 
 # ---- the clocks of the span timestamps, shifted by the pauses ----------------------------------
-shift = timedelta(0)  # how far this process's span clocks are ahead of real time
-
-
-def shifted_time_ns() -> int:
-    return time.time_ns() + (shift // timedelta(microseconds=1)) * 1000
+clock = Clock()
 
 
 class ShiftedDatetime(datetime):
@@ -70,28 +66,14 @@ class ShiftedDatetime(datetime):
 
     @classmethod
     def now(cls, tz=None):
-        return datetime.now(tz) + shift
+        return datetime.now(tz) + clock.shift
 
 
 assert otel_sdk_trace.time_ns is time.time_ns, "the OpenTelemetry SDK no longer takes its time from time.time_ns"
 for stamps_runs in (langchain_tracer_core, langchain_tracer):
     assert stamps_runs.datetime is datetime, f"{stamps_runs.__name__} no longer stamps runs with datetime.now"
     stamps_runs.datetime = ShiftedDatetime
-otel_sdk_trace.time_ns = shifted_time_ns
-
-
-def post(url: str, body: dict) -> dict:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
-
-
-def pause(seconds: float) -> None:
-    """Time passing, ``seconds`` of it, at once: on the provider's clock and on the span clocks."""
-    global shift
-    post(plan["advance_url"], {"seconds": seconds})
-    shift += timedelta(seconds=seconds)
+otel_sdk_trace.time_ns = clock.time_ns
 
 
 @tool
@@ -135,7 +117,7 @@ for step in plan["steps"]:
     if step.get("evict"):
         post(plan["evict_url"], {})
     if step.get("pause"):
-        pause(step["pause"])  # the TTL running out, without waiting for it
+        clock.pause(plan["advance_url"], step["pause"])  # the TTL running out, without waiting for it
     result = graph_for(step).invoke(
         {"messages": [HumanMessage(step["question"])]},
         config={"configurable": {"thread_id": plan["session"]}},

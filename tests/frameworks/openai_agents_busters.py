@@ -9,7 +9,7 @@ each step ``{"instructions", "tools" (names, in order), "model", "question", "pa
 "evict"}``. Before a step's run the script calls the provider's eviction endpoint when ``evict``
 is set; then, for a ``pause``, it moves time forward without waiting: the provider's (its
 ``advance_url``, ``POST {"seconds": pause}``) and this process's span timestamps, by the same
-amount (:func:`pause`); then it runs the agent once, which makes two model calls (the tool call,
+amount (:meth:`busters_clock.Clock.pause`); then it runs the agent once, which makes two model calls (the tool call,
 then the answer).
 
 The span timestamps come from two clocks, both shifted here: the OpenTelemetry SDK's
@@ -22,8 +22,7 @@ import json
 import os
 import sys
 import time
-import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 os.environ.pop("OPENAI_API_KEY", None)
 
@@ -31,6 +30,7 @@ import opentelemetry.sdk.trace as otel_sdk_trace
 from agents import Agent, RunConfig, Runner, function_tool, set_default_openai_client
 from agents.tracing import get_trace_provider
 from agents.tracing.provider import DefaultTraceProvider
+from busters_clock import Clock, post  # beside this script
 from openai import AsyncOpenAI
 from openinference.instrumentation import using_session
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -50,35 +50,17 @@ processors = get_trace_provider()._multi_processor._processors
 assert [type(p).__name__ for p in processors] == ["OpenInferenceTracingProcessor"], processors
 
 # ---- the clocks of the span timestamps, shifted by the pauses ----------------------------------
-shift = timedelta(0)  # how far this process's span clocks are ahead of real time
-
-
-def shifted_time_ns() -> int:
-    return time.time_ns() + (shift // timedelta(microseconds=1)) * 1000
+clock = Clock()
 
 
 def shifted_time_iso(self: DefaultTraceProvider) -> str:
-    return (datetime.now(UTC) + shift).isoformat()
+    return (datetime.now(UTC) + clock.shift).isoformat()
 
 
 assert otel_sdk_trace.time_ns is time.time_ns, "the OpenTelemetry SDK no longer takes its time from time.time_ns"
 assert type(get_trace_provider()) is DefaultTraceProvider, type(get_trace_provider())
-otel_sdk_trace.time_ns = shifted_time_ns
+otel_sdk_trace.time_ns = clock.time_ns
 DefaultTraceProvider.time_iso = shifted_time_iso
-
-
-def post(url: str, body: dict) -> dict:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
-
-
-def pause(seconds: float) -> None:
-    """Time passing, ``seconds`` of it, at once: on the provider's clock and on the span clocks."""
-    global shift
-    post(plan["advance_url"], {"seconds": seconds})
-    shift += timedelta(seconds=seconds)
 
 
 set_default_openai_client(AsyncOpenAI(api_key="test", base_url=model_url, max_retries=0), use_for_tracing=False)
@@ -103,7 +85,7 @@ for step in plan["steps"]:
     if step.get("evict"):
         post(plan["evict_url"], {})
     if step.get("pause"):
-        pause(step["pause"])  # the TTL running out, without waiting for it
+        clock.pause(plan["advance_url"], step["pause"])  # the TTL running out, without waiting for it
     agent = Agent(
         name=plan["agent"],
         instructions=step["instructions"],
