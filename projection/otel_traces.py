@@ -39,7 +39,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
@@ -74,7 +74,7 @@ class EventRow(msgspec.Struct, frozen=True, array_like=True):
 
     time_ns: int
     name: str
-    attributes: dict[str, str]
+    attributes: dict[str, Any]
 
 
 class LinkRow(msgspec.Struct, frozen=True, array_like=True):
@@ -83,7 +83,7 @@ class LinkRow(msgspec.Struct, frozen=True, array_like=True):
     trace_id: str
     span_id: str
     trace_state: str
-    attributes: dict[str, str]
+    attributes: dict[str, Any]
 
 
 class TraceRow(msgspec.Struct, kw_only=True):
@@ -98,10 +98,10 @@ class TraceRow(msgspec.Struct, kw_only=True):
     span_name: str  # SpanName
     span_kind: str  # SpanKind
     service_name: str  # ServiceName
-    resource_attributes: dict[str, str]  # ResourceAttributes
+    resource_attributes: dict[str, Any]  # ResourceAttributes (strings; typed in the JSON variant)
     scope_name: str  # ScopeName
     scope_version: str  # ScopeVersion
-    span_attributes: dict[str, str]  # SpanAttributes
+    span_attributes: dict[str, Any]  # SpanAttributes (strings; typed in the JSON variant)
     duration: int  # Duration
     status_code: str  # StatusCode
     status_message: str  # StatusMessage
@@ -172,14 +172,15 @@ def _json(value: Any) -> str:
     return _json(str(value))
 
 
-def _strings(attrs: Mapping[str, Any]) -> dict[str, str]:
-    return {k: as_string(v) for k, v in attrs.items()}
-
-
 # ---- encode ---------------------------------------------------------------------------------
-def row_of(span: Received) -> TraceRow:
+def row_of(span: Received, *, value: Callable[[Any], Any] = as_string) -> TraceRow:
     """A received span as the exporter's row (the span's texts as ``callctx.blob`` events
-    first, then its own events)."""
+    first, then its own events). ``value`` maps each attribute's value: the Map variant's
+    ``AsString`` (the default), or the JSON variant's typed values."""
+
+    def mapped(attrs: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: value(v) for k, v in attrs.items()}
+
     start, end = span.started, span.ended
     attributes = dict(start.attributes)
     events: list[EventRow] = [
@@ -188,8 +189,8 @@ def row_of(span: Received) -> TraceRow:
     links: list[LinkRow] = []
     if end is not None:
         attributes.update(end.attributes)
-        events.extend(EventRow(e.time_ns, e.name, _strings(e.attributes)) for e in end.events)
-        links = [LinkRow(lk.trace_id, lk.span_id, "", _strings(lk.attributes)) for lk in end.links]
+        events.extend(EventRow(e.time_ns, e.name, mapped(e.attributes)) for e in end.events)
+        links = [LinkRow(lk.trace_id, lk.span_id, "", mapped(lk.attributes)) for lk in end.links]
     resource = start.resource
     return TraceRow(
         start_ns=span.start_ns,
@@ -200,10 +201,10 @@ def row_of(span: Received) -> TraceRow:
         span_name=start.name,
         span_kind=_KIND_NAMES.get(start.kind, "Internal"),
         service_name=as_string(resource["service.name"]) if "service.name" in resource else "",
-        resource_attributes=_strings(resource),
+        resource_attributes=mapped(resource),
         scope_name=start.scope or "",
         scope_version="",
-        span_attributes=_strings(attributes),
+        span_attributes=mapped(attributes),
         duration=max(span.end_ns - span.start_ns, 0),
         status_code=_STATUS_NAMES[span.status],
         status_message=span.error or "",

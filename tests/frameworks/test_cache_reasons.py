@@ -47,12 +47,13 @@ from helpers.caching_server import (
     table_rules,
 )
 from helpers.extras import ROOT, venv_python
-from helpers.otel_rows import exported, through_table
-from helpers.stores import all_calls, log_of
+from helpers.otel_rows import exported
+from helpers.stores import all_calls
 
-from callctx.projection.batch import records
 from callctx.projection.calls import ModelCall
+from callctx.projection.otel_traces import row_of
 from callctx.serve import Receiver, serve_http
+from callctx.store.connection import ChdbConnection
 from callctx.store.otel_table import OtelTable
 
 TTL = 600.0  # more than a run may last (SCRIPT_TIMEOUT): only a pause makes a gap this long
@@ -227,10 +228,13 @@ def test_the_ledger_counts_a_loss_exactly_on_the_busted_calls(run):
 
 # ---- the same spans through the Collector's ClickHouse table ------------------------------------
 def test_the_calls_read_back_from_the_collectors_clickhouse_table_keep_their_reasons(run, chdb_folder, tmp_path):
-    table = OtelTable(chdb_folder, table=f"otel_traces_{run.name}")
+    """The framework's spans in the exporter's table, read by the ClickHouse store (``cache --why
+    --store``): every call's ledger line as the log's, and each injected reason found."""
+    name = f"otel_traces_{run.name}"
+    table = OtelTable(ChdbConnection(chdb_folder), table=name)
     table.create()
-    back = through_table(table, exported(run.log))
-    rows = ledger(log_of(records(back), tmp_path), TTL)
+    assert table.insert(row_of(r) for r in exported(run.log).spans) > 0
+    rows = ledger(f"chdb:{chdb_folder}?table={name}", TTL)
     keep = ("call", "reason", "reported", "possible", "compared_with", "first_difference", "lost_tokens")
     assert [{k: r[k] for k in keep} for r in rows] == [{k: r[k] for k in keep} for r in ledger(run.log, TTL)]
     problems = reason_problems(rows, expected_calls(run.steps), run.served, TTL)

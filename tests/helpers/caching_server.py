@@ -786,7 +786,8 @@ def served_problems(steps: list[Step], served: list[Served], rules: Callable[[Se
 
 def ledger(log: Any, ttl: float) -> list[dict[str, Any]]:
     """The rows of ``callctx cache LOG --why --json --ttl TTL``, run in-process (one JSON object a
-    line); fails the test with the command's error when it does not succeed."""
+    line); ``log`` may be a store URL (``chdb:PATH?table=T``: read with ``--store``). Fails the test
+    with the command's error when it does not succeed."""
     import contextlib
     import io
 
@@ -795,7 +796,8 @@ def ledger(log: Any, ttl: float) -> list[dict[str, Any]]:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            code = main(["cache", str(log), "--why", "--json", "--ttl", str(ttl)], out, err)
+            source = ["--store", log] if str(log).startswith("chdb:") else [str(log)]
+            code = main(["cache", *source, "--why", "--json", "--ttl", str(ttl)], out, err)
     except SystemExit as e:  # argparse refuses an option it does not know
         code = e.code if isinstance(e.code, int) else 2
     assert code == 0, f"callctx cache --why --json exited {code}: {err.getvalue().strip()[-2000:]}"

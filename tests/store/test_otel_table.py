@@ -13,6 +13,7 @@ from helpers.stores import all_calls, log_of, rebuilt_calls, served_views
 
 from callctx.projection import otel_traces
 from callctx.projection.batch import records
+from callctx.store.connection import ChdbConnection
 from callctx.store.local import LocalStore
 from callctx.store.model import StoreUnavailable
 from callctx.store.otel_table import OtelTable
@@ -20,7 +21,7 @@ from callctx.store.otel_table import OtelTable
 
 @pytest.fixture(scope="module")
 def table(chdb_folder):
-    t = OtelTable(chdb_folder)
+    t = OtelTable(ChdbConnection(chdb_folder))
     t.create()
     yield t
     t.close()
@@ -83,7 +84,7 @@ def test_a_span_that_never_ended_reads_as_interrupted_again(table, tmp_path):
 
 
 def test_a_missing_table_or_another_schema_is_one_clear_line(table):
-    missing = OtelTable(table.path, table="nothing_here")
+    missing = OtelTable(table.conn, table="nothing_here")
     with pytest.raises(StoreUnavailable, match=r"no table otel\.nothing_here .*clickhouse exporter"):
         missing.check()
     table._query(
@@ -94,10 +95,10 @@ def test_a_missing_table_or_another_schema_is_one_clear_line(table):
         match=r"otel\.other is not the clickhouse exporter's traces table: "
         r"expected Timestamp DateTime64\(9\) \(missing\)",
     ):
-        OtelTable(table.path, table="other").check()
+        OtelTable(table.conn, table="other").check()
     table.check()  # the exporter's own table passes
 
 
 def test_a_hostile_table_name_is_refused_before_any_sql(table):
     with pytest.raises(StoreUnavailable, match="not a plain ClickHouse name"):
-        OtelTable(table.path, table="x; DROP TABLE otel.otel_traces")
+        OtelTable(table.conn, table="x; DROP TABLE otel.otel_traces")

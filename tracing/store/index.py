@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import msgspec
+
 from callctx.projection import schema as s
 from callctx.projection.ancestry import MAX_DEPTH, Ancestor, Chain, agentic_chain
 from callctx.projection.calls import ModelCall, RunStatus, Usage, model_call
@@ -116,6 +118,25 @@ def run_status(started: bool, ended: bool, status: str | None) -> RunStatus:
     if not ended or not started:
         return "running"
     return "error" if status == "error" else "ok"
+
+
+class TraceSummary(msgspec.Struct, kw_only=True):
+    """One trace as the index holds it: the tree it is listed under (``tree``) and every tree
+    its spans belong to (``trees``), its times and counts, the services and agentic functions
+    in it, and its root spans (start, span id, function; the first 20 by start)."""
+
+    trace_id: str
+    session: str | None
+    tree: str
+    first: int
+    last: int
+    spans: int
+    ended: int
+    errors: int
+    services: list[str]
+    trees: list[str]
+    functions: list[str]
+    roots: list[tuple[int, str, str]]
 
 
 class _Known:
@@ -485,6 +506,38 @@ class Index:
             for chunk in _padded(wanted):
                 for h, at, n in self._db.execute(f"SELECT hash, at, len FROM blobs WHERE hash IN ({_IN_LIST})", chunk):
                     out[h] = (at, n)
+        return out
+
+    def trace_summaries(self) -> list[TraceSummary]:
+        """Every trace the index holds, as a shared store lists it (see :class:`TraceSummary`)."""
+        with self.lock:
+            db = self._db
+            trees: dict[str, list[str]] = {}
+            for tree, tid in db.execute("SELECT tree, trace_id FROM memberships ORDER BY tree"):
+                trees.setdefault(tid, []).append(tree)
+            functions: dict[str, list[str]] = {}
+            for tid, fn in db.execute(
+                "SELECT DISTINCT trace_id, function FROM spans WHERE kind = 'agentic' AND function IS NOT NULL "
+                "ORDER BY 1, 2"
+            ):
+                functions.setdefault(tid, []).append(fn)
+            roots: dict[str, list[tuple[int, str, str]]] = {}
+            for tid, start, sid, fn in db.execute(
+                "SELECT s.trace_id, s.start_ns, s.span_id, coalesce(s.function, '') FROM spans s WHERE s.started = 1 "
+                "AND (s.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_id "
+                "AND p.started)) ORDER BY 1, 2, 3"
+            ):
+                roots.setdefault(tid, []).append((start, sid, fn))
+            rows = db.execute(
+                "SELECT trace_id, session, tree, first, last, spans, ended, errors, services FROM traces"
+            ).fetchall()
+        out = []
+        for tid, session, tree, first, last, spans, ended, errors, services in rows:
+            out.append(TraceSummary(
+                trace_id=tid, session=session, tree=tree, first=first or 0, last=last or first or 0, spans=spans,
+                ended=ended, errors=errors, services=json.loads(services), trees=trees.get(tid, [tid]),
+                functions=functions.get(tid, []), roots=roots.get(tid, [])[:20],
+            ))  # fmt: skip
         return out
 
     def facets(self) -> tuple[list[str], list[str], list[str]]:

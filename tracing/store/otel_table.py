@@ -1,39 +1,46 @@
-"""The Collector's ClickHouse traces table, in chDB (the ClickHouse engine in-process): made
-with the exporter's own DDL, checked, written as the exporter writes it and read back a trace
-at a time.
+"""The Collector's ClickHouse traces table: made with the exporter's own DDL, checked, written
+as the exporter writes it, and read back a span, a trace or a time range at a time.
 
-The DDL is the exporter's ``internal/sqltemplates/traces_table.sql`` (opentelemetry-collector-
-contrib), rendered as the exporter renders it for a server without full-text indexes
-(``MergeTree()``, bloom filter indexes, no TTL unless asked). Rows are
+The DDL is the exporter's (opentelemetry-collector-contrib, ``exporter/clickhouseexporter/
+internal/sqltemplates``): ``traces_table.sql`` rendered as the exporter renders it for a server
+without full-text indexes (``MergeTree()``, bloom filter indexes, no TTL unless asked), or
+``traces_json_table.sql`` for the exporter's ``json: true`` (attributes in ``JSON`` columns),
+and ``traces_id_ts_lookup_table.sql`` with its materialized view (each trace's first and last
+start, which bounds a trace's read by time). Rows are
 :class:`~callctx.projection.otel_traces.TraceRow`, mapped by :mod:`callctx.projection.otel_traces`
-the way the exporter maps OTLP. This module is the groundwork of a ClickHouse store (the read
-model over the table): what exists today makes, checks, fills and reads the table.
+the way the exporter maps OTLP.
 
-Threading: chDB runs one engine per process, bound to one folder, and one process per folder
-(the engine locks it); one :class:`OtelTable` per folder, used from any thread (chDB's
-connections are thread-safe). Errors: :class:`~callctx.store.model.StoreUnavailable` with one
-line naming what was expected (chDB not installed, a folder another process holds, a missing
-table or one of another schema); a malformed row is rejected by the decoder and counted.
+Which variant a table is, is read from its columns (:meth:`OtelTable.check`). The JSON
+variant holds typed values, and ClickHouse keeps a dotted key (``gen_ai.usage.input_tokens``)
+as nested paths: it is read back flattened to dotted keys and every value as the Map variant
+holds it (``AsString``), so both variants decode to the same records.
+
+Every read is bounded: by trace ids (and their time range), by span, or by ``LIMIT``; a
+trace's read at most ``MAX_TRACE_ROWS`` rows.
+
+Threading: as the connection's (any thread). Errors:
+:class:`~callctx.store.model.StoreUnavailable` with one line naming what was expected (a
+missing table or one of another schema, a refused query); a malformed row is rejected by the
+decoder and counted.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import re
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
 
 import msgspec
 
-from callctx.projection.batch import Batch
-from callctx.projection.otel_traces import TABLE, EventRow, LinkRow, TraceRow, decode_rows
+from callctx.projection.batch import Batch, Received
+from callctx.projection.otel_traces import TABLE, EventRow, LinkRow, TraceRow, as_string, decode_rows, row_of
 
+from .connection import DATABASE, Connection, Param
+from .connection import _checked as _checked_name
 from .model import StoreUnavailable
 
-DATABASE: Final = "otel"  # the exporter's default database
 MAX_TRACE_ROWS: Final = 100_000  # spans read for one trace at most
+Variant = Literal["map", "json"]
 
 TRACES_TABLE_SQL: Final = """CREATE TABLE IF NOT EXISTS {db}.{table} (
     Timestamp DateTime64(9) CODEC(Delta(8), ZSTD(1)),
@@ -105,106 +112,272 @@ COLUMNS: Final[dict[str, str]] = {
     "Links.TraceState": "Array(String)",
     "Links.Attributes": "Array(Map(LowCardinality(String), String))",
 }
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_SELECT: Final = (
-    "SELECT toUnixTimestamp64Nano(Timestamp) AS start_ns, TraceId, SpanId, ParentSpanId, TraceState, "
-    "SpanName, SpanKind, ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, "
-    "Duration, StatusCode, StatusMessage, "
-    "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp) AS event_ns, Events.Name, Events.Attributes, "
-    "Links.TraceId, Links.SpanId, Links.TraceState, Links.Attributes"
-)
+TRACES_JSON_TABLE_SQL: Final = """CREATE TABLE IF NOT EXISTS {db}.{table} (
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    ParentSpanId String CODEC(ZSTD(1)),
+    TraceState String CODEC(ZSTD(1)),
+    SpanName LowCardinality(String) CODEC(ZSTD(1)),
+    SpanKind LowCardinality(String) CODEC(ZSTD(1)),
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    ResourceAttributes JSON CODEC(ZSTD(1)),
+    ScopeName String CODEC(ZSTD(1)),
+    ScopeVersion String CODEC(ZSTD(1)),
+    SpanAttributes JSON CODEC(ZSTD(1)),
+    Duration UInt64 CODEC(ZSTD(1)),
+    StatusCode LowCardinality(String) CODEC(ZSTD(1)),
+    StatusMessage String CODEC(ZSTD(1)),
+    Events Nested (
+        Timestamp DateTime64(9),
+        Name LowCardinality(String),
+        Attributes JSON
+    ) CODEC(ZSTD(1)),
+    Links Nested (
+        TraceId String,
+        SpanId String,
+        TraceState String,
+        Attributes JSON
+    ) CODEC(ZSTD(1)),
+    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
+) ENGINE = MergeTree()
+PARTITION BY toDate(Timestamp)
+ORDER BY (ServiceName, SpanName, toDateTime(Timestamp), Timestamp)
+{ttl}
+SETTINGS index_granularity=8192, ttl_only_drop_parts = 1"""
+
+# traces_id_ts_lookup_table.sql and traces_id_ts_lookup_mv.sql
+TRACE_ID_TS_SQL: Final = """CREATE TABLE IF NOT EXISTS {db}.{table}_trace_id_ts (
+    TraceId String CODEC(ZSTD(1)),
+    Start DateTime CODEC(Delta, ZSTD(1)),
+    End DateTime CODEC(Delta, ZSTD(1)),
+    INDEX idx_trace_id TraceId TYPE bloom_filter(0.01) GRANULARITY 1
+) ENGINE = MergeTree()
+PARTITION BY toDate(Start)
+ORDER BY (TraceId, Start)
+{ttl}
+SETTINGS index_granularity=8192, ttl_only_drop_parts = 1"""
+TRACE_ID_TS_MV_SQL: Final = """CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{table}_trace_id_ts_mv
+TO {db}.{table}_trace_id_ts
+AS SELECT
+    TraceId,
+    min(Timestamp) as Start,
+    max(Timestamp) as End
+FROM {db}.{table}
+WHERE TraceId != ''
+GROUP BY TraceId"""
+
+_JSON_TYPES: Final = {
+    "ResourceAttributes": "JSON", "SpanAttributes": "JSON", "Events.Attributes": "Array(JSON)",
+    "Links.Attributes": "Array(JSON)",
+}  # fmt: skip
+_BETWEEN: Final = "Timestamp BETWEEN fromUnixTimestamp64Nano({lo:Int64}) AND fromUnixTimestamp64Nano({hi:Int64})"
 
 
-def _identifier(name: str, what: str) -> str:
-    if not _NAME.fullmatch(name):
-        raise StoreUnavailable(f"{what} {name[:80]!r} is not a plain ClickHouse name (letters, digits, _)")
-    return f"`{name}`"
+_MAX_TIME: Final = (1 << 63) - 1  # DateTime64(9) ends at int64's nanoseconds (2262-04-11)
 
 
 def _time(ns: int) -> str:
-    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"  # DateTime64(9) as text: exact
+    """A time as DateTime64(9) text, exact and in no time zone: seconds since the epoch (ten
+    digits at least, or ClickHouse reads a short number as a date) and nanoseconds; a time
+    past what the column holds is written as its last instant."""
+    ns = min(max(ns, 0), _MAX_TIME)
+    return f"{ns // 1_000_000_000:010d}.{ns % 1_000_000_000:09d}"
 
 
-def traces_table_sql(database: str = DATABASE, table: str = TABLE, *, ttl_days: int | None = None) -> str:
-    """The exporter's CREATE TABLE for ``database.table`` (``ttl_days``: the exporter's ``ttl``)."""
-    ttl = f"TTL toDateTime(Timestamp) + toIntervalDay({int(ttl_days)})" if ttl_days else ""
-    return TRACES_TABLE_SQL.format(db=_identifier(database, "database"), table=_identifier(table, "table"), ttl=ttl)
+def _ttl(ttl_days: int | None, column: str = "toDateTime(Timestamp)") -> str:
+    return f"TTL {column} + toIntervalDay({int(ttl_days)})" if ttl_days else ""
+
+
+def traces_table_sql(
+    database: str = DATABASE, table: str = TABLE, *, ttl_days: int | None = None, variant: Variant = "map"
+) -> str:
+    """The exporter's CREATE TABLE for ``database.table`` (``ttl_days``: the exporter's ``ttl``;
+    ``variant``: ``json`` for its ``json: true``)."""
+    sql = TRACES_JSON_TABLE_SQL if variant == "json" else TRACES_TABLE_SQL
+    return sql.format(db=_identifier(database, "database"), table=_identifier(table, "table"), ttl=_ttl(ttl_days))
+
+
+def _identifier(name: str, what: str) -> str:
+    return f"`{_checked_name(name, what)}`"
 
 
 class OtelTable:
-    """The traces table in a chDB folder (see the module docstring)."""
+    """The traces table ``database.table`` of one ClickHouse (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, database: str = DATABASE, table: str = TABLE) -> None:
-        try:
-            import chdb
-        except ImportError:
-            raise StoreUnavailable("chDB is not installed: pip install 'callctx[chdb]'") from None
-        self.path = os.fspath(path)
+    def __init__(self, conn: Connection, *, database: str = DATABASE, table: str = TABLE) -> None:
+        self.conn = conn
+        self.database, self.table = database, table
         self.name = f"{_identifier(database, 'database')}.{_identifier(table, 'table')}"
-        self._database, self._table = database, table
-        try:
-            self._conn: Any = chdb.connect(self.path)
-        except Exception as e:  # noqa: BLE001 - chDB raises RuntimeError and its own errors
-            raise StoreUnavailable(f"cannot open the chDB folder {self.path}: {_first_line(e)}") from None
+        self.variant: Variant = "map"
+        self.has_lookup = False  # the exporter's TraceId -> time range table is there
 
-    def _query(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        try:
-            out = self._conn.query(sql, "JSONEachRow", params=params or {})
-        except Exception as e:  # noqa: BLE001
-            raise StoreUnavailable(f"{self.name}: {_first_line(e)}") from None
-        return [json.loads(line) for line in out.bytes().splitlines() if line]
+    @property
+    def source(self) -> str:
+        return self.conn.source
 
-    def create(self, *, ttl_days: int | None = None) -> None:
-        """Make the database and the table as the exporter does (``CREATE ... IF NOT EXISTS``)."""
-        self._query(f"CREATE DATABASE IF NOT EXISTS {_identifier(self._database, 'database')}")
-        self._query(traces_table_sql(self._database, self._table, ttl_days=ttl_days))
+    def _query(self, sql: str, params: Mapping[str, Param] | None = None) -> list[dict[str, Any]]:
+        return self.conn.query(sql, params)
+
+    def create(self, *, ttl_days: int | None = None, variant: Variant = "map") -> None:
+        """Make the database, the table and its TraceId lookup as the exporter does
+        (``CREATE ... IF NOT EXISTS``)."""
+        self.conn.command(f"CREATE DATABASE IF NOT EXISTS {_identifier(self.database, 'database')}")
+        self.conn.command(traces_table_sql(self.database, self.table, ttl_days=ttl_days, variant=variant))
+        self.conn.command(_lookup_sql(TRACE_ID_TS_SQL, self.database, self.table, ttl_days))
+        self.conn.command(_lookup_sql(TRACE_ID_TS_MV_SQL, self.database, self.table, ttl_days))
+        self.check()
 
     def check(self) -> None:
         """:class:`StoreUnavailable` when the table is missing or lacks a column a reader needs,
-        or has it with another type; the error names what was expected."""
+        or has it with another type; the error names what was expected. Learns the variant."""
         exists = self._query(
-            "SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-            {"db": self._database, "t": self._table},
+            "SELECT name FROM system.tables WHERE database = {db:String} AND name IN ({t:String}, {lk:String})",
+            {"db": self.database, "t": self.table, "lk": f"{self.table}_trace_id_ts"},
         )
-        if not exists or not int(exists[0]["n"]):
+        names = {r["name"] for r in exists}
+        if self.table not in names:
             raise StoreUnavailable(
-                f"no table {self._database}.{self._table} in {self.path}: expected the traces table "
+                f"no table {self.database}.{self.table} in {self.source}: expected the traces table "
                 "the Collector's clickhouse exporter creates"
             )
+        self.has_lookup = f"{self.table}_trace_id_ts" in names
         described = {r["name"]: r["type"] for r in self._query(f"DESCRIBE TABLE {self.name}")}
+        variant: Variant = "json" if described.get("SpanAttributes") == "JSON" else "map"
+        wanted = {**COLUMNS, **_JSON_TYPES} if variant == "json" else COLUMNS
         wrong = [
             f"{name} {want} (found {described[name]})" if name in described else f"{name} {want} (missing)"
-            for name, want in COLUMNS.items()
+            for name, want in wanted.items()
             if described.get(name) != want
         ]
         if wrong:
             raise StoreUnavailable(
-                f"{self._database}.{self._table} is not the clickhouse exporter's traces table: expected "
+                f"{self.database}.{self.table} is not the clickhouse exporter's traces table: expected "
                 + "; ".join(wrong[:5])
                 + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
             )
+        self.variant = variant
 
+    # ---- writing ------------------------------------------------------------------------------
     def insert(self, rows: Iterable[TraceRow]) -> int:
         """Write rows as the exporter does, in one INSERT; how many were written."""
         lines = [msgspec.json.encode(_json_row(r)) for r in rows]
-        if not lines:
-            return 0
-        body = b"\n".join(lines).decode()
-        self._query(f"INSERT INTO {self.name} FORMAT JSONEachRow\n{body}")
+        if lines:
+            self.conn.insert(self.name, b"\n".join(lines))
         return len(lines)
+
+    def write(self, spans: Iterable[Received]) -> int:
+        """Write received spans as the exporter writes them into this table's variant (the
+        Map variant's strings, or the JSON variant's typed values), in one INSERT."""
+        if self.variant == "json":
+            return self.insert(row_of(r, value=_json_value) for r in spans)
+        return self.insert(row_of(r) for r in spans)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def count(self) -> int:
+        """How many rows the table holds (ClickHouse answers from its parts: no scan)."""
+        rows = self._query(f"SELECT count() AS n FROM {self.name}")
+        return int(rows[0]["n"]) if rows else 0
+
+    def spans_of(self, trace_ids: Sequence[str], *, since_ns: int | None = None, until_ns: int | None = None,
+                 limit: int = MAX_TRACE_ROWS) -> Batch:  # fmt: skip
+        """The spans of ``trace_ids`` as records (at most ``limit``), by start; ``since_ns`` and
+        ``until_ns`` bound their starts when known (they prune the table's parts)."""
+        if not trace_ids:
+            return Batch([], 0, [])
+        where = ["TraceId IN {t:Array(String)}"]
+        params: dict[str, Param] = {"t": list(trace_ids)}
+        if since_ns is not None and until_ns is not None:
+            where.append(
+                "Timestamp BETWEEN fromUnixTimestamp64Nano({lo:Int64}) AND fromUnixTimestamp64Nano({hi:Int64})"
+            )
+            params["lo"], params["hi"] = since_ns, until_ns
+        elif self.has_lookup:
+            where.append(
+                f"Timestamp BETWEEN (SELECT min(Start) FROM {self._lookup} WHERE TraceId IN {{t:Array(String)}}) "
+                f"AND (SELECT max(End) + 1 FROM {self._lookup} WHERE TraceId IN {{t:Array(String)}})"
+            )
+        return self._batch(" AND ".join(where), params, limit)
 
     def trace(self, trace_id: str) -> Batch:
         """A trace's spans as records (at most ``MAX_TRACE_ROWS``), by start."""
+        return self.spans_of([trace_id])
+
+    def spans_by_id(self, keys: Sequence[tuple[str, str]]) -> Batch:
+        """The spans named by (trace id, span id), as records."""
+        if not keys:
+            return Batch([], 0, [])
+        params = {"t": sorted({t for t, _ in keys}), "s": sorted({s for _, s in keys})}
+        where = "TraceId IN {t:Array(String)} AND SpanId IN {s:Array(String)}"
+        if self.has_lookup:
+            where += (
+                f" AND Timestamp BETWEEN (SELECT min(Start) FROM {self._lookup} WHERE TraceId IN {{t:Array(String)}})"
+                f" AND (SELECT max(End) + 1 FROM {self._lookup} WHERE TraceId IN {{t:Array(String)}})"
+            )
+        wanted = set(keys)
+        batch = self._batch(where, params, 10 * len(keys) + 10)
+        batch.spans = [r for r in batch.spans if (r.trace_id, r.span_id) in wanted]
+        return batch
+
+    def trace_of(self, span_id: str) -> str | None:
+        """The trace a span id belongs to, or None."""
+        rows = self._query(f"SELECT TraceId FROM {self.name} WHERE SpanId = {{s:String}} LIMIT 1", {"s": span_id})
+        return rows[0]["TraceId"] if rows else None
+
+    @property
+    def _lookup(self) -> str:
+        return f"{_identifier(self.database, 'database')}.`{self.table}_trace_id_ts`"
+
+    def select(self) -> str:
+        """The columns a span is read back with, for this variant."""
+        return _SELECT_JSON if self.variant == "json" else _SELECT
+
+    def _batch(self, where: str, params: Mapping[str, Param], limit: int) -> Batch:
         rows = self._query(
-            f"{_SELECT} FROM {self.name} WHERE TraceId = {{t:String}} "
-            f"ORDER BY Timestamp, SpanId LIMIT {MAX_TRACE_ROWS}",
-            {"t": trace_id},
+            f"{self.select()} FROM {self.name} WHERE {where} ORDER BY Timestamp, SpanId LIMIT {int(limit)}", params
         )
-        return decode_rows(_row(r) for r in rows)
+        return decode_rows(self.row(r) for r in rows)
+
+    def row(self, r: dict[str, Any]) -> TraceRow:
+        """A row as :meth:`select` reads it, as a :class:`TraceRow`."""
+        return _row(r, flat=self.variant == "json")
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing is best effort
-            self._conn.close()
+        self.conn.close()
+
+
+def _lookup_sql(template: str, database: str, table: str, ttl_days: int | None) -> str:
+    db = _identifier(database, "database")
+    _checked_name(table + "_trace_id_ts", "table")
+    return template.format(db=db, table=table, ttl=_ttl(ttl_days, "toDateTime(Start)"))
+
+
+_COLUMNS_READ: Final = (
+    "toUnixTimestamp64Nano(Timestamp) AS start_ns, TraceId, SpanId, ParentSpanId, TraceState, "
+    "SpanName, SpanKind, ServiceName, {res} AS ResourceAttributes, ScopeName, ScopeVersion, {span} AS SpanAttributes, "
+    "Duration, StatusCode, StatusMessage, "
+    "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp) AS event_ns, Events.Name, {ev} AS ev_attrs, "
+    "Links.TraceId, Links.SpanId, Links.TraceState, {links} AS link_attrs"
+)
+_SELECT: Final = "SELECT " + _COLUMNS_READ.format(
+    res="ResourceAttributes", span="SpanAttributes", ev="Events.Attributes", links="Links.Attributes"
+)
+_SELECT_JSON: Final = "SELECT " + _COLUMNS_READ.format(
+    res="toJSONString(ResourceAttributes)", span="toJSONString(SpanAttributes)",
+    ev="arrayMap(a -> toJSONString(a), Events.Attributes)", links="arrayMap(a -> toJSONString(a), Links.Attributes)",
+)  # fmt: skip
+
+
+def _json_value(value: Any) -> Any:
+    """A value as the JSON variant stores it: JSON's own types (``AsRaw``); what JSON cannot
+    hold (NaN, infinities, bytes) as the Map variant's string."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else as_string(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return as_string(value)
 
 
 def _json_row(r: TraceRow) -> dict[str, Any]:
@@ -221,24 +394,51 @@ def _json_row(r: TraceRow) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _row(r: dict[str, Any]) -> TraceRow:
+def _row(r: dict[str, Any], *, flat: bool) -> TraceRow:
+    attrs = _flattened if flat else _as_is
     events = [
-        EventRow(int(t), n, a) for t, n, a in zip(r["event_ns"], r["Events.Name"], r["Events.Attributes"], strict=False)
+        EventRow(int(t), n, attrs(a)) for t, n, a in zip(r["event_ns"], r["Events.Name"], r["ev_attrs"], strict=False)
     ]
-    columns = (r["Links.TraceId"], r["Links.SpanId"], r["Links.TraceState"], r["Links.Attributes"])
-    links = [LinkRow(t, s, st, a) for t, s, st, a in zip(*columns, strict=False)]
+    columns = (r["Links.TraceId"], r["Links.SpanId"], r["Links.TraceState"], r["link_attrs"])
+    links = [LinkRow(t, s, st, attrs(a)) for t, s, st, a in zip(*columns, strict=False)]
     return TraceRow(
         start_ns=int(r["start_ns"]), trace_id=r["TraceId"], span_id=r["SpanId"], parent_span_id=r["ParentSpanId"],
         trace_state=r["TraceState"], span_name=r["SpanName"], span_kind=r["SpanKind"], service_name=r["ServiceName"],
-        resource_attributes=r["ResourceAttributes"], scope_name=r["ScopeName"], scope_version=r["ScopeVersion"],
-        span_attributes=r["SpanAttributes"], duration=int(r["Duration"]), status_code=r["StatusCode"],
+        resource_attributes=attrs(r["ResourceAttributes"]), scope_name=r["ScopeName"], scope_version=r["ScopeVersion"],
+        span_attributes=attrs(r["SpanAttributes"]), duration=int(r["Duration"]), status_code=r["StatusCode"],
         status_message=r["StatusMessage"], events=events, links=links,
     )  # fmt: skip
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0][:300]
+def _as_is(attrs: dict[str, str]) -> dict[str, str]:
+    return attrs
 
 
-__all__ = ["COLUMNS", "DATABASE", "TRACES_TABLE_SQL", "OtelTable", "traces_table_sql"]
+def _flattened(text: str) -> dict[str, str]:
+    """A JSON column's value (nested paths) as the Map variant holds it: dotted keys, each
+    value as ``AsString``."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif prefix:
+            out[prefix] = as_string(value)
+
+    try:
+        walk("", json.loads(text) if text else {})
+    except ValueError:
+        return {}
+    return out
+
+
+__all__ = [
+    "COLUMNS",
+    "MAX_TRACE_ROWS",
+    "TRACES_JSON_TABLE_SQL",
+    "TRACES_TABLE_SQL",
+    "OtelTable",
+    "Variant",
+    "traces_table_sql",
+]
