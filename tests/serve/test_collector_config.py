@@ -65,6 +65,12 @@ SCHEMA = {
                                        "aws_cloud_map": ANY},
                           "retry_on_failure": RETRY, "sending_queue": QUEUE},
         "debug": {"verbosity": None, "sampling_initial": None, "sampling_thereafter": None},
+        # exporter/clickhouseexporter/config.go
+        "clickhouse": {"endpoint": None, "username": None, "password": None, "connection_params": ANY,
+                       "database": None, "create_schema": None, "compress": None, "async_insert": None,
+                       "logs_table_name": None, "traces_table_name": None, "metrics_tables": ANY, "ttl": None,
+                       "table_engine": {"name": None, "params": None}, "cluster_name": None, "json": None,
+                       "timeout": None, "sending_queue": QUEUE, "retry_on_failure": RETRY},
     },
 }  # fmt: skip
 
@@ -109,6 +115,10 @@ def check_config(cfg):
             assert body["endpoint"].startswith("http") and not body["endpoint"].endswith("/v1/traces")
         if kind == "file":
             assert body.get("format", "json") in ("json", "proto")
+        if kind == "clickhouse":
+            assert re.fullmatch(r"(tcp|http|https|clickhouse)://[\w.-]+:\d+(\?.*)?", body["endpoint"])
+            assert body.get("traces_table_name", "otel_traces") == "otel_traces"  # what --store reads by default
+            assert "${env:" in body.get("password", "${env:"), "the password comes from the environment"
         if kind == "loadbalancing":
             assert body["routing_key"] == "traceID"
             assert len(body["resolver"]) == 1
@@ -124,12 +134,27 @@ def test_collector_config_is_valid_for_the_contrib_collector():
     assert cfg["receivers"]["otlp"]["protocols"]["http"]["endpoint"].endswith(":4318")
 
 
-def test_the_load_balancing_variant_documented_in_the_file():
+def variant(start: str) -> dict:
+    """The base config with the sections of a variant the file documents in comments (from
+    ``start`` to the next ``# ---`` heading) in place of its own."""
     text = (ROOT / "collector-config.yaml").read_text()
-    block = text[text.index("# exporters:\n#   loadbalancing:") :]
-    variant = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in block.splitlines())
-    base = yaml.safe_load(text)
-    cfg = {**base, **yaml.safe_load(variant)}
+    block = text[text.index(start) :]
+    if "\n# ---" in block:
+        block = block[: block.index("\n# ---")]
+    lines = (line[2:] if line.startswith("# ") else line.lstrip("#") for line in block.splitlines())
+    return {**yaml.safe_load(text), **yaml.safe_load("\n".join(lines))}
+
+
+def test_the_clickhouse_variant_documented_in_the_file():
+    cfg = variant("# exporters:\n#   clickhouse:")
+    check_config(cfg)
+    assert cfg["service"]["pipelines"]["traces"]["exporters"] == ["clickhouse", "otlp/jaeger"]
+    ch = cfg["exporters"]["clickhouse"]
+    assert ch["create_schema"] is True and ch["database"] == "otel" and not ch.get("json")
+
+
+def test_the_load_balancing_variant_documented_in_the_file():
+    cfg = variant("# exporters:\n#   loadbalancing:")
     check_config(cfg)
     lb = cfg["exporters"]["loadbalancing"]
     assert len(lb["resolver"]["static"]["hostnames"]) >= 2

@@ -10,14 +10,14 @@ from typing import Any, TextIO, cast
 from callctx.components import providers
 from callctx.store.model import Filter, Store
 
-from .common import EXIT_OK, CliError, every_call, open_log
+from .common import EXIT_OK, CliError, add_source, every_call, open_source, source_name
 from .read import rebuilt
 
 
 def cmd_cache(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.why:
         return cmd_why(args, out, err)
-    with open_log(args.log, err) as store:
+    with open_source(args, err) as store:
         return _simulate(args, store, out, err)
 
 
@@ -32,9 +32,9 @@ def cmd_why(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rules = cache.load_rules(args.rules) if args.rules else None
     except (OSError, ValueError) as problem:
         raise CliError(f"cannot read cache rules {args.rules}: {problem}") from None
-    with open_log(args.log, err) as store:
+    with open_source(args, err) as store:
         if not store.state().calls:
-            raise CliError(f"{args.log} records no model calls")
+            raise CliError(f"{source_name(args)} records no model calls")
         entries = LedgerView(store, rules, ttl=args.ttl).entries()
     if args.json:
         for e in entries:
@@ -74,7 +74,7 @@ def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) 
     from callctx.components import cache
 
     if not store.state().calls:
-        raise CliError(f"{args.log} records no model calls")
+        raise CliError(f"{source_name(args)} records no model calls")
     try:
         rules = cache.load_rules(args.rules) if args.rules else None
     except (OSError, ValueError) as e:
@@ -87,7 +87,7 @@ def _simulate(args: argparse.Namespace, store: Store, out: TextIO, err: TextIO) 
     contexts = []
     calls = list(every_call(store, Filter(ours=True)))  # another instrumentation's calls were not recorded
     if not calls:
-        raise CliError(f"{args.log} records no model calls of callctx's own (only other instrumentations')")
+        raise CliError(f"{source_name(args)} records no model calls of callctx's own (only other instrumentations')")
     try:
         sim = cache.Simulator(provider, model, rules, key=cast("cache.Key | None", args.key))  # argparse's choices
     except (KeyError, ValueError) as e:
@@ -183,7 +183,7 @@ def chart_html(report: Any) -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     """The cache command."""
     p = sub.add_parser("cache", help="simulate a provider's prompt cache over a log's model calls")
-    p.add_argument("log")
+    add_source(p)
     rows = providers.CACHE_ROWS
     p.add_argument(
         "--provider",

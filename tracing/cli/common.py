@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,8 @@ import msgspec
 from callctx.projection.calls import ModelCall
 from callctx.projection.errors import CallctxError
 from callctx.projection.events import decode
+from callctx.store.clickhouse import ClickHouseStore
+from callctx.store.connection import parse
 from callctx.store.local import LocalStore
 from callctx.store.model import ANY, MAX_LIMIT, Filter, Store, StoreState, StoreUnavailable
 
@@ -68,6 +71,40 @@ def open_log(path: str, err: TextIO) -> LocalStore:
     if state.damaged > 5:
         err.write(f"warning: {p}: {state.damaged - 5} more damaged records skipped\n")
     return store
+
+
+def add_source(p: argparse.ArgumentParser) -> None:
+    """The arguments that say what a reading command reads: an event log, or ``--store URL``."""
+    p.add_argument("log", nargs="?", help="the event log to read")
+    p.add_argument("--store", metavar="URL",
+                   help="read a ClickHouse store instead: chdb:PATH, or "
+                        "clickhouse://[user:password@]host:8123/database?table=otel_traces")  # fmt: skip
+
+
+def source_name(args: argparse.Namespace) -> str:
+    """What a reading command reads, as its messages name it (a store URL without its password)."""
+    if getattr(args, "store", None):
+        try:
+            return parse(args.store).source
+        except StoreUnavailable as e:
+            raise CliError(str(e)) from None
+    return str(args.log)
+
+
+def open_source(args: argparse.Namespace, err: TextIO) -> LocalStore | ClickHouseStore:
+    """The store a reading command reads: the log's (:func:`open_log`) or ``--store``'s (a
+    :class:`CliError`, exit 2, when both or neither are given, or the store cannot be read)."""
+    store = getattr(args, "store", None)
+    if store and args.log:
+        raise CliError("give an event log or --store URL, not both")
+    if store:
+        try:
+            return ClickHouseStore.open(parse(store))
+        except StoreUnavailable as e:
+            raise CliError(str(e)) from None
+    if not args.log:
+        raise CliError("say what to read: an event log, or --store URL")
+    return open_log(args.log, err)
 
 
 def every_call(store: Store, f: Filter = ANY) -> Iterator[ModelCall]:

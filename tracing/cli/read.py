@@ -17,7 +17,7 @@ from callctx.projection.errors import NotFound
 from callctx.store.contexts import Rebuilt, Unrebuildable, rebuild, reconstruct, request_in
 from callctx.store.model import Store
 
-from .common import EXIT_MISMATCH, EXIT_OK, CliError, every_call, holds, open_log, pick
+from .common import EXIT_MISMATCH, EXIT_OK, CliError, add_source, every_call, holds, open_source, pick, source_name
 from .display import format_context, format_reconstructed, share_cacheable, tree_of
 
 
@@ -30,10 +30,10 @@ def rebuilt(store: Store, call: ModelCall) -> Rebuilt:
 
 
 def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    with open_log(args.log, err) as store:
+    with open_source(args, err) as store:
         state = store.state()
         if not state.calls:
-            out.write(f"{args.log} records no model calls ({holds(state)})\n")
+            out.write(f"{source_name(args)} records no model calls ({holds(state)})\n")
             return EXIT_OK
         head = (f"{'#':>4}  {'function':<22} {'model':<22} {'tokens':>7} {'input':>7} {'output':>6} {'read':>6} "
                 f"{'cacheable':>9}")  # fmt: skip
@@ -70,17 +70,17 @@ def _n(value: int | None) -> str:
 
 
 def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    with open_log(args.log, err) as store:
+    with open_source(args, err) as store:
         if args.span is not None:
             try:
                 text = store.span_tree(args.span, final=args.final)
             except NotFound:
-                raise CliError(f"{args.log} holds no span {args.span}") from None
+                raise CliError(f"{source_name(args)} holds no span {args.span}") from None
             out.write(text or "(an empty tree)\n")
             return EXIT_OK
         if args.at is None:
             raise CliError("say which tree: --at N (a model call) or --span ID")
-        call = pick(store, args.at, args.log)
+        call = pick(store, args.at, source_name(args))
         if call.foreign:  # not recorded: the tree as the call's span saw it, folded from the log
             tree = store.span_tree(call.span_id)
             out.write(tree if tree else "(no call tree: a top-level model call)\n")
@@ -91,8 +91,8 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    with open_log(args.log, err) as store:
-        call = pick(store, args.at, args.log)
+    with open_source(args, err) as store:
+        call = pick(store, args.at, source_name(args))
         if call.foreign:
             rec = reconstruct(store.recorded(call)).messages
             if args.json:
@@ -124,17 +124,17 @@ def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """The calls, tree, context commands."""
     p = sub.add_parser("calls", help="list every model call of an event log")
-    p.add_argument("log")
+    add_source(p)
     p.set_defaults(run=cmd_calls)
     p = sub.add_parser("tree", help="the call tree model call N (or span ID) saw")
-    p.add_argument("log")
+    add_source(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--at", type=int, metavar="N", help="the tree model call N was sent")
     which.add_argument("--span", metavar="ID", help="the tree as span ID saw it when it started")
     p.add_argument("--final", action="store_true", help="with --span: the tree as the log ends, not as the span saw it")
     p.set_defaults(run=cmd_tree)
     p = sub.add_parser("context", help="rebuild and verify the exact request of call N")
-    p.add_argument("log")
+    add_source(p)
     p.add_argument("--at", type=int, required=True, metavar="N")
     p.add_argument("--provider", choices=providers.WIRE_NAMES, help="show it in another provider's format")
     p.add_argument("--json", action="store_true", help="print the request body as JSON")

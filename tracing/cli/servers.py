@@ -8,7 +8,7 @@ from typing import TextIO
 
 from callctx.projection.errors import CallctxError
 
-from .common import EXIT_OK, CliError, check_event_log
+from .common import EXIT_OK, CliError, add_source, check_event_log, open_source
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -16,7 +16,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import signal
     import threading
 
-    from callctx.serve import Receiver, serve_grpc, serve_http
+    from callctx.serve import Receiver, Receiving, TableReceiver, serve_grpc, serve_http
 
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
     for name in ("max_body", "max_connections", "max_traces"):
@@ -24,12 +24,23 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     if not args.read_timeout > 0:
         raise CliError("--read-timeout must be a positive number of seconds")
-    try:
-        rx = Receiver(
-            args.log, max_body=args.max_body, token=token, max_trees=args.max_traces, allow_hosts=args.allow_host
-        )
-    except (CallctxError, OSError) as e:
-        raise CliError(f"cannot use the event log {args.log}: {getattr(e, 'strerror', None) or e}") from None
+    rx: Receiving
+    if args.store:
+        from callctx.store.clickhouse import ClickHouseStore
+        from callctx.store.connection import parse
+
+        try:
+            store = ClickHouseStore.open(parse(args.store), create=True, max_trees=args.max_traces)
+        except CallctxError as e:
+            raise CliError(str(e)) from None
+        rx = TableReceiver(store, max_body=args.max_body, token=token, allow_hosts=args.allow_host)
+    else:
+        try:
+            rx = Receiver(
+                args.log, max_body=args.max_body, token=token, max_trees=args.max_traces, allow_hosts=args.allow_host
+            )
+        except (CallctxError, OSError) as e:
+            raise CliError(f"cannot use the event log {args.log}: {getattr(e, 'strerror', None) or e}") from None
     try:
         limits = {"read_timeout": args.read_timeout, "max_connections": args.max_connections}
         http = serve_http(rx, args.host, args.port, **limits)
@@ -46,7 +57,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             rx.close()
             raise CliError(f"cannot listen for OTLP/gRPC on {args.host}:{args.grpc_port}: {e}") from None
         out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
-    out.write(f"event log: {args.log}{' (bearer token required)' if token else ''}\n")
+    kept = f"store: {rx.store.state().source}" if args.store else f"event log: {args.log}"
+    out.write(f"{kept}{' (bearer token required)' if token else ''}\n")
     out.flush()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -68,19 +80,28 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from callctx.export.shaping import Shaper
     from callctx.serve.http_server import Access
+    from callctx.store.clickhouse import ClickHouseStore
     from callctx.store.local import LocalStore
     from callctx.ui import Views
     from callctx.ui.server import serve_page
 
-    path = Path(args.log)
-    if path.is_dir():
-        raise CliError(f"{path} is a folder, not an event log")
-    if path.exists() and path.stat().st_size:
-        check_event_log(args.log)
-    elif not path.parent.is_dir():
-        raise CliError(f"no folder {path.parent} for the event log {path}")
-    store = LocalStore(path)
-    store.refresh()
+    store: LocalStore | ClickHouseStore
+    if args.store:
+        store = open_source(args, err)
+        where, waiting = store.state().source, ""
+    else:
+        if not args.log:
+            raise CliError("say what to show: an event log, or --store URL")
+        path = Path(args.log)
+        if path.is_dir():
+            raise CliError(f"{path} is a folder, not an event log")
+        if path.exists() and path.stat().st_size:
+            check_event_log(args.log)
+        elif not path.parent.is_dir():
+            raise CliError(f"no folder {path.parent} for the event log {path}")
+        store = LocalStore(path)
+        store.refresh()
+        where, waiting = str(path), "" if path.exists() else " (waiting for the log to appear)"
     store.follow()  # the page's cache ledger is ready before it is asked for
     shape = None if args.raw else Shaper().redact
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
@@ -91,9 +112,8 @@ def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{server.server_port}/ui/"
-    waiting = "" if path.exists() else " (waiting for the log to appear)"
     opened = f"{url}?token=…" if token else url
-    out.write(f"callctx ui: {opened}  ({path}{waiting}; Ctrl-C stops)\n")
+    out.write(f"callctx ui: {opened}  ({where}{waiting}; Ctrl-C stops)\n")
     if args.host not in ("127.0.0.1", "localhost", "::1") and not token:
         err.write(f"warning: the page is open to anyone who can reach {args.host}; give it a --token\n")
     out.flush()
@@ -115,6 +135,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=4318, help="OTLP/HTTP and read API port (default 4318)")
     p.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 to turn off)")
     p.add_argument("--log", default="callctx-received.jsonl", help="the receiver's event log")
+    p.add_argument("--store", metavar="URL",
+                   help="keep spans in a ClickHouse traces table instead of a log, as the Collector's clickhouse "
+                        "exporter writes them, and serve reads from it (no state of its own): chdb:PATH or "
+                        "clickhouse://[user:password@]host:8123/database?table=otel_traces")  # fmt: skip
     p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $CALLCTX_TOKEN)")
     p.add_argument("--max-body", type=int, default=16 << 20, help="largest request body in bytes, decompressed")
     p.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -130,8 +154,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a Host name to answer besides this machine's (loopback names and addresses); "
                         "repeat for more (every other name is refused: DNS rebinding)")  # fmt: skip
     p.set_defaults(run=cmd_serve)
-    p = sub.add_parser("ui", help="the debugger page for an event log (live while the log grows)")
-    p.add_argument("log")
+    p = sub.add_parser("ui", help="the debugger page for an event log or a store (live while it grows)")
+    add_source(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=4320, help="port (default 4320; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in a browser")

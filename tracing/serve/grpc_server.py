@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from callctx.projection.otlp import decode_request
 
-from .ingest import Receiver, collector_paused
+from .ingest import Receiving, collector_paused
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class GrpcServer:
 
 
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, rx: Receiver) -> None:
+    def __init__(self, rx: Receiving) -> None:
         self.rx = rx
 
     def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
@@ -56,7 +56,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         try:
             rx.ingest(decoded)
         except OSError as e:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"cannot write the event log: {e}")
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"cannot keep the spans: {e}")
         resp = ExportTraceServiceResponse()
         if decoded.rejected:
             resp.partial_success.CopyFrom(
@@ -70,7 +70,7 @@ DEFAULT_MAX_CONCURRENT_STREAMS = 16  # per connection
 
 
 def serve_grpc(
-    rx: Receiver,
+    rx: Receiving,
     host: str = "127.0.0.1",
     port: int = 4317,
     workers: int = 4,

@@ -26,11 +26,11 @@ from callctx.ui.views import Views
 from . import read_api
 from .body import BodyError, read_body
 from .http_server import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, JSON, Handler, path_parts, start
-from .ingest import PROTOBUF, Receiver
+from .ingest import PROTOBUF, Receiving
 
 
 def make_handler(
-    rx: Receiver, read_timeout: float = DEFAULT_READ_TIMEOUT, host: str = "127.0.0.1"
+    rx: Receiving, read_timeout: float = DEFAULT_READ_TIMEOUT, host: str = "127.0.0.1"
 ) -> type[BaseHTTPRequestHandler]:
     """The handler of ``callctx serve``'s HTTP port: OTLP in (``POST /v1/traces``), the read API
     (``/api/...``), the debugger page (``/ui...``) and ``/health``."""
@@ -91,7 +91,7 @@ def make_handler(
             try:
                 rx.ingest(decoded)
             except OSError as e:
-                self._status(503, f"cannot write the event log: {e}", ctype)
+                self._status(503, f"cannot keep the spans: {e}", ctype)
                 return
             resp = ExportTraceServiceResponse()
             if decoded.rejected:
@@ -139,7 +139,7 @@ def make_handler(
 
 
 def serve_http(
-    rx: Receiver,
+    rx: Receiving,
     host: str = "127.0.0.1",
     port: int = 4318,
     *,

@@ -41,6 +41,7 @@ from callctx.projection.events import encode
 from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.otlp import decode_json, decode_protobuf
 from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
+from callctx.store.model import Store
 
 from ..export.shaping import Shaper
 from .body import BodyError
@@ -81,34 +82,19 @@ def index_path(log_path: str | os.PathLike[str]) -> str:
     return f"{os.fspath(log_path)}.index.sqlite"
 
 
-class Receiver:
-    """Appends OTLP trace requests to one event log, and reads them back through a
-    :class:`LocalStore` over it (see the module docstring)."""
+class Receiving:
+    """What every receiver does the same way: decode OTLP bodies, check access, count. A
+    receiver adds where the spans go (:meth:`ingest`), the store reads go through (``store``),
+    and its health."""
 
-    def __init__(
-        self,
-        log_path: str | os.PathLike[str],
-        *,
-        max_body: int = DEFAULT_MAX_BODY,
-        token: str | None = None,
-        allow_hosts: Iterable[str] = (),
-        fsync: FsyncPolicy = "never",
-        shaper: Shaper | None = None,
-        max_trees: int = DEFAULT_MAX_TREES,
-        index_every: float | None = INDEX_EVERY,
-    ) -> None:
-        if max_trees < 1:
-            raise BadInput(f"max_trees must be at least 1, not {max_trees}")
-        self.log = EventLog(log_path, fsync=fsync)
-        self.store = LocalStore(log_path, index=index_path(log_path), max_trees=max_trees)
+    store: Store
+    follows: bool
+
+    def __init__(self, *, max_body: int, token: str | None, allow_hosts: Iterable[str], shaper: Shaper | None) -> None:
         self.max_body = max_body
         self.access = Access.of(token, allow_hosts)
         self.stats = Stats()
         self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
-        self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
-        self.follows = index_every is not None
-        if index_every is not None:
-            self.store.follow(index_every)  # the index and the cache ledger, kept up in the background
 
     # ---- ingest ---------------------------------------------------------------------------
     def decode(self, body: bytes, content_type: str) -> Batch:
@@ -132,6 +118,51 @@ class Receiver:
         self.stats.add(seconds_decode=spent, seconds_total=spent)
         return decoded
 
+    # ---- access -----------------------------------------------------------------------------
+    @property
+    def token(self) -> str | None:
+        return self.access.token
+
+    def authorized(self, header: str | None) -> bool:
+        """Does an ``Authorization`` header carry the token (always, when none is set)?"""
+        return self.access.authorized(header)
+
+    def ingest(self, batch: Batch) -> Batch:
+        raise NotImplementedError
+
+    def health(self, *, detail: bool = True) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class Receiver(Receiving):
+    """Appends OTLP trace requests to one event log, and reads them back through a
+    :class:`LocalStore` over it (see the module docstring)."""
+
+    def __init__(
+        self,
+        log_path: str | os.PathLike[str],
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        token: str | None = None,
+        allow_hosts: Iterable[str] = (),
+        fsync: FsyncPolicy = "never",
+        shaper: Shaper | None = None,
+        max_trees: int = DEFAULT_MAX_TREES,
+        index_every: float | None = INDEX_EVERY,
+    ) -> None:
+        if max_trees < 1:
+            raise BadInput(f"max_trees must be at least 1, not {max_trees}")
+        super().__init__(max_body=max_body, token=token, allow_hosts=allow_hosts, shaper=shaper)
+        self.log = EventLog(log_path, fsync=fsync)
+        self.store: LocalStore = LocalStore(log_path, index=index_path(log_path), max_trees=max_trees)
+        self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
+        self.follows = index_every is not None
+        if index_every is not None:
+            self.store.follow(index_every)  # the index and the cache ledger, kept up in the background
+
     def ingest(self, batch: Batch) -> Batch:
         """Append the records of one request to the log, in one write: each span's texts, its
         start and its end, spans in start order (parents first when the sender batched
@@ -153,15 +184,6 @@ class Receiver:
             seconds_total=time.perf_counter() - t0,
         )  # fmt: skip
         return batch
-
-    # ---- access -----------------------------------------------------------------------------
-    @property
-    def token(self) -> str | None:
-        return self.access.token
-
-    def authorized(self, header: str | None) -> bool:
-        """Does an ``Authorization`` header carry the token (always, when none is set)?"""
-        return self.access.authorized(header)
 
     def health(self, *, detail: bool = True) -> dict[str, Any]:
         """Liveness, and with ``detail`` the counters."""

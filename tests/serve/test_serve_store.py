@@ -1,0 +1,148 @@
+"""``callctx serve --store``: the official OTLP exporters into a receiver that writes the
+Collector's ClickHouse traces table (chDB), its read API answering from the table as the
+log-backed receiver answers from its log, and a table that refuses writes answered with 503
+and nothing acknowledged lost."""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+
+import pytest
+from helpers.stores import all_calls, served_views
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from callctx.cli.research_agent import run
+from callctx.projection.otlp import encode_protobuf
+from callctx.projection.spans import from_log
+from callctx.serve import TableReceiver, serve_grpc, serve_http
+from callctx.store.clickhouse import ClickHouseStore
+from callctx.store.connection import ChdbConnection
+from callctx.store.contexts import rebuild
+from callctx.store.local import LocalStore
+from callctx.store.model import Filter
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def conn(chdb_folder):
+    c = ChdbConnection(chdb_folder)
+    yield c
+    c.close()
+
+
+def receiver(conn, **kw) -> TableReceiver:
+    store = ClickHouseStore(conn, table=f"served_{next(_names)}", create=True)
+    return TableReceiver(store, follow_every=None, **kw)
+
+
+def request(port, method, path, body=b"", headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(method, path, body=body, headers=headers or {})
+    resp = c.getresponse()
+    data = resp.read()
+    c.close()
+    return resp.status, data
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_the_official_exporters_into_the_table_read_back_as_the_agents_log(runtime, conn, protocol):
+    rx = receiver(conn)
+    http_server = serve_http(rx, "127.0.0.1", 0)
+    grpc_server = serve_grpc(rx, "127.0.0.1", 0)
+    try:
+        exporter = (
+            HttpExporter(endpoint=f"http://127.0.0.1:{http_server.server_port}/v1/traces")
+            if protocol == "http"
+            else GrpcExporter(endpoint=f"127.0.0.1:{grpc_server.port}", insecure=True)
+        )
+        runtime.provider.add_span_processor(SimpleSpanProcessor(exporter))  # each export answered once in the table
+        run(runtime)
+        runtime.close()
+        store = rx.store
+        with LocalStore(runtime.log_path, finished=True) as local:
+            assert [(c.function, c.path, c.usage) for c in all_calls(store)] == [
+                (c.function, c.path, c.usage) for c in all_calls(local)
+            ]
+            ids = [c.span_id for c in all_calls(local)]
+            assert served_views(store, ids) == served_views(local, ids)
+        status, body = request(http_server.server_port, "GET", "/api/calls?limit=3")
+        listed = json.loads(body)
+        assert status == 200 and listed["total"] == store.state().calls and len(listed["calls"]) == 3
+        status, body = request(http_server.server_port, "GET", "/api/calls/999999")
+        assert status == 404
+        health = json.loads(request(http_server.server_port, "GET", "/health")[1])
+        assert health["written"] == health["spans"] > 0 and health["waiting"] == 0
+    finally:
+        http_server.shutdown()
+        grpc_server.stop(0)
+        rx.close()
+
+
+def test_our_agents_texts_sent_with_its_spans_rebuild_every_call_from_the_table(conn, tmp_path):
+    """``setup(endpoint=..., send_texts=True)``: callctx's own exporter sends each model call's
+    texts with its span; from the table every call's request is rebuilt and verified."""
+    from callctx import setup
+
+    rx = receiver(conn)
+    srv = serve_http(rx, "127.0.0.1", 0)
+    try:
+        rt = setup(tmp_path / "events.jsonl", endpoint=f"http://127.0.0.1:{srv.server_port}", send_texts=True)
+        run(rt)
+        rt.close()  # flushes the batch exporter: every export answered once its rows are in the table
+        ours = all_calls(rx.store, Filter(ours=True))
+        assert len(ours) >= 5 and all(rebuild(rx.store.recorded(c)).verified for c in ours)
+    finally:
+        srv.shutdown()
+        rx.close()
+
+
+def test_a_second_instance_over_the_same_table_answers_for_every_trace(runtime, conn):
+    rx = receiver(conn)
+    srv = serve_http(rx, "127.0.0.1", 0)
+    try:
+        runtime.provider.add_span_processor(
+            SimpleSpanProcessor(HttpExporter(endpoint=f"http://127.0.0.1:{srv.server_port}/v1/traces"))
+        )
+        run(runtime)
+        runtime.close()
+        with ClickHouseStore(conn, table=rx.table.table) as other:  # holds nothing of its own
+            assert all_calls(other) == all_calls(rx.store)
+            assert other.trees().items == rx.store.trees().items
+    finally:
+        srv.shutdown()
+        rx.close()
+
+
+def test_a_table_that_refuses_writes_is_a_503_and_what_was_acknowledged_is_kept(conn, runtime, tmp_path):
+    run(runtime)
+    runtime.close()
+    body = encode_protobuf(list(from_log(runtime.log_path)), service="agent").SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    for wait in (True, False):
+        spill = tmp_path / f"unsent-{wait}.jsonl"
+        rx = receiver(conn, wait=wait, spill=spill)
+        srv = serve_http(rx, "127.0.0.1", 0)
+        try:
+            assert request(srv.server_port, "POST", "/v1/traces", body, headers)[0] == 200
+            rx.flush()
+            conn.command(f"DROP TABLE {rx.table.name}")  # the table is gone: every insert now fails
+            status, said = request(srv.server_port, "POST", "/v1/traces", body, headers)
+            if wait:
+                assert status == 503 and b"cannot keep the spans" in said
+            else:
+                assert status == 200  # acknowledged: the writer keeps the spans and tries again
+                rx.flush()
+                assert rx.failures >= 1 and "cannot write" in (rx.last_error or "")
+        finally:
+            srv.shutdown()
+            rx.close()
+        if wait:
+            assert not spill.exists()  # the sender was told to send again: nothing kept twice
+        else:
+            assert spill.stat().st_mode & 0o777 == 0o600
+            assert {r.span_id for r in from_log(spill)} == {r.span_id for r in from_log(runtime.log_path)}
