@@ -10,20 +10,26 @@ import itertools
 import json
 
 import pytest
-from helpers.stores import all_calls, served_views
+from helpers import foreign_chat
+from helpers.otel_rows import exported
+from helpers.stores import all_calls, log_of, served_views
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from callctx.cli.research_agent import run
+from callctx.projection.batch import Batch, records
 from callctx.projection.otlp import encode_protobuf
 from callctx.projection.spans import from_log
 from callctx.serve import TableReceiver, serve_grpc, serve_http
+from callctx.serve.spool import Segment as spool_segment
+from callctx.serve.spool import line as spool_line
 from callctx.store.clickhouse import ClickHouseStore
 from callctx.store.connection import ChdbConnection
 from callctx.store.contexts import rebuild
 from callctx.store.local import LocalStore
 from callctx.store.model import Filter
+from callctx.store.otel_table import OtelTable
 
 _names = itertools.count()
 
@@ -35,8 +41,9 @@ def conn(chdb_folder):
     c.close()
 
 
-def receiver(conn, **kw) -> TableReceiver:
+def receiver(conn, tmp_path, **kw) -> TableReceiver:
     store = ClickHouseStore(conn, table=f"served_{next(_names)}", create=True)
+    kw.setdefault("spool", tmp_path / "spool")
     return TableReceiver(store, follow_every=None, **kw)
 
 
@@ -49,9 +56,9 @@ def request(port, method, path, body=b"", headers=None):
     return resp.status, data
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_the_official_exporters_into_the_table_read_back_as_the_agents_log(runtime, conn, protocol):
-    rx = receiver(conn)
+@pytest.mark.parametrize(("protocol", "ack"), [("http", "spool"), ("grpc", "table")])
+def test_the_official_exporters_into_the_table_read_back_as_the_agents_log(runtime, conn, tmp_path, protocol, ack):
+    rx = receiver(conn, tmp_path, ack=ack)
     http_server = serve_http(rx, "127.0.0.1", 0)
     grpc_server = serve_grpc(rx, "127.0.0.1", 0)
     try:
@@ -63,6 +70,8 @@ def test_the_official_exporters_into_the_table_read_back_as_the_agents_log(runti
         runtime.provider.add_span_processor(SimpleSpanProcessor(exporter))  # each export answered once in the table
         run(runtime)
         runtime.close()
+        if ack == "spool":  # answered from the spool: the rows follow
+            rx.flush()
         store = rx.store
         with LocalStore(runtime.log_path, finished=True) as local:
             assert [(c.function, c.path, c.usage) for c in all_calls(store)] == [
@@ -88,12 +97,13 @@ def test_our_agents_texts_sent_with_its_spans_rebuild_every_call_from_the_table(
     texts with its span; from the table every call's request is rebuilt and verified."""
     from callctx import setup
 
-    rx = receiver(conn)
+    rx = receiver(conn, tmp_path)
     srv = serve_http(rx, "127.0.0.1", 0)
     try:
         rt = setup(tmp_path / "events.jsonl", endpoint=f"http://127.0.0.1:{srv.server_port}", send_texts=True)
         run(rt)
-        rt.close()  # flushes the batch exporter: every export answered once its rows are in the table
+        rt.close()  # flushes the batch exporter: every export answered once its spans are in the spool
+        rx.flush()  # and the writer has put them in the table
         ours = all_calls(rx.store, Filter(ours=True))
         assert len(ours) >= 5 and all(rebuild(rx.store.recorded(c)).verified for c in ours)
     finally:
@@ -101,8 +111,8 @@ def test_our_agents_texts_sent_with_its_spans_rebuild_every_call_from_the_table(
         rx.close()
 
 
-def test_a_second_instance_over_the_same_table_answers_for_every_trace(runtime, conn):
-    rx = receiver(conn)
+def test_a_second_instance_over_the_same_table_answers_for_every_trace(runtime, conn, tmp_path):
+    rx = receiver(conn, tmp_path, ack="table")
     srv = serve_http(rx, "127.0.0.1", 0)
     try:
         runtime.provider.add_span_processor(
@@ -119,20 +129,25 @@ def test_a_second_instance_over_the_same_table_answers_for_every_trace(runtime, 
 
 
 def test_a_table_that_refuses_writes_is_a_503_and_what_was_acknowledged_is_kept(conn, runtime, tmp_path):
+    """``ack="table"``: a refused insert is a 503 (the sender sends again), nothing kept here.
+    ``ack="spool"``: acknowledged, kept in the spool (0600) while the table refuses, and
+    written by the next receiver started with that spool."""
     run(runtime)
     runtime.close()
-    body = encode_protobuf(list(from_log(runtime.log_path)), service="agent").SerializeToString()
+    sent = list(from_log(runtime.log_path))
+    body = encode_protobuf(sent, service="agent").SerializeToString()
     headers = {"Content-Type": "application/x-protobuf"}
-    for wait in (True, False):
-        spill = tmp_path / f"unsent-{wait}.jsonl"
-        rx = receiver(conn, wait=wait, spill=spill)
+    for ack in ("table", "spool"):
+        spool = tmp_path / f"spool-{ack}"
+        rx = receiver(conn, tmp_path, ack=ack, spool=spool)
         srv = serve_http(rx, "127.0.0.1", 0)
         try:
             assert request(srv.server_port, "POST", "/v1/traces", body, headers)[0] == 200
             rx.flush()
+            assert rx.written == len(sent)
             conn.command(f"DROP TABLE {rx.table.name}")  # the table is gone: every insert now fails
             status, said = request(srv.server_port, "POST", "/v1/traces", body, headers)
-            if wait:
+            if ack == "table":
                 assert status == 503 and b"cannot keep the spans" in said
             else:
                 assert status == 200  # acknowledged: the writer keeps the spans and tries again
@@ -141,8 +156,44 @@ def test_a_table_that_refuses_writes_is_a_503_and_what_was_acknowledged_is_kept(
         finally:
             srv.shutdown()
             rx.close()
-        if wait:
-            assert not spill.exists()  # the sender was told to send again: nothing kept twice
-        else:
-            assert spill.stat().st_mode & 0o777 == 0o600
-            assert {r.span_id for r in from_log(spill)} == {r.span_id for r in from_log(runtime.log_path)}
+        if ack == "table":
+            assert not spool.exists()  # the sender was told to send again: nothing kept here
+            continue
+        (segment,) = spool.iterdir()
+        assert segment.stat().st_mode & 0o777 == 0o600
+        again = TableReceiver(ClickHouseStore(conn, table=rx.table.table, create=True), follow_every=None, spool=spool)
+        try:  # the table made anew: the spool's spans are written before the receiver serves
+            assert again.replayed == len(sent) and list(spool.iterdir()) == []
+            assert {c.span_id for c in all_calls(again.store)} == {r.span_id for r in sent if r.name.startswith("chat")}
+        finally:
+            again.close()
+
+
+def test_a_restart_after_a_crash_writes_what_the_spool_holds_and_nothing_twice(conn, tmp_path):
+    """What a receiver killed after acknowledging leaves: a segment whose first spans reached
+    the table before the kill (the insert done, the segment not yet removed), the rest not, and
+    a last line the kill tore (a request never answered). The next receiver writes the rest,
+    once, and removes the segment."""
+    batch = exported(log_of(foreign_chat.session(), tmp_path))
+    half = len(batch.spans) // 2
+    spool = tmp_path / "spool"
+    rx = receiver(conn, tmp_path, spool=spool)
+    rx.ingest(Batch(batch.spans[:half]))
+    rx.flush()  # the first half is in the table; its segment was removed
+    table = rx.table.table
+    rx.close()
+    assert list(spool.iterdir()) == [] and OtelTable(conn, table=table).count() == half
+    segment = spool_segment(spool, 7)
+    segment.append(spool_line(batch.spans[:half]))
+    segment.append(spool_line(batch.spans[half:]))
+    segment.append(b'[{"start_ns":')
+    segment.close()
+    again = TableReceiver(ClickHouseStore(conn, table=table), follow_every=None, spool=spool)
+    try:
+        assert again.replayed == len(batch.spans) - half
+        assert again.table.count() == len(batch.spans)  # nothing twice
+        assert list(spool.iterdir()) == []
+        with LocalStore(log_of(records(batch), tmp_path / "all"), finished=True) as local:
+            assert all_calls(again.store) == all_calls(local)
+    finally:
+        again.close()

@@ -33,7 +33,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store = ClickHouseStore.open(parse(args.store), create=True, max_trees=args.max_traces)
         except CallctxError as e:
             raise CliError(str(e)) from None
-        rx = TableReceiver(store, max_body=args.max_body, token=token, allow_hosts=args.allow_host)
+        try:
+            rx = TableReceiver(store, max_body=args.max_body, token=token, allow_hosts=args.allow_host,
+                               ack=args.ack, spool=args.spool)  # fmt: skip
+        except (CallctxError, OSError) as e:
+            store.close()
+            raise CliError(f"cannot use the spool {args.spool}: {getattr(e, 'strerror', None) or e}") from None
     else:
         try:
             rx = Receiver(
@@ -57,7 +62,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             rx.close()
             raise CliError(f"cannot listen for OTLP/gRPC on {args.host}:{args.grpc_port}: {e}") from None
         out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
-    kept = f"store: {rx.store.state().source}" if args.store else f"event log: {args.log}"
+    if isinstance(rx, TableReceiver):
+        answered = f"the spool {rx.spool}" if rx.spool is not None else "the table"
+        kept = f"store: {rx.store.state().source}, requests answered once in {answered}"
+    else:
+        kept = f"event log: {args.log}"
     out.write(f"{kept}{' (bearer token required)' if token else ''}\n")
     out.flush()
     stop = threading.Event()
@@ -139,6 +148,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep spans in a ClickHouse traces table instead of a log, as the Collector's clickhouse "
                         "exporter writes them, and serve reads from it (no state of its own): chdb:PATH or "
                         "clickhouse://[user:password@]host:8123/database?table=otel_traces")  # fmt: skip
+    p.add_argument(
+        "--ack",
+        choices=("spool", "table"),
+        default="spool",
+        help="with --store, answer a request once its spans are in the local spool (default; the "
+        "writer moves them to the table, a restart finishes what a kill left), or only once "
+        "they are in the table (nothing kept on this machine; each sender waits for an insert)",
+    )
+    p.add_argument("--spool", default="callctx-spool", metavar="DIR",
+                   help="with --store --ack spool, the folder of spans acknowledged and not yet in the table "
+                        "(default: callctx-spool)")  # fmt: skip
     p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $CALLCTX_TOKEN)")
     p.add_argument("--max-body", type=int, default=16 << 20, help="largest request body in bytes, decompressed")
     p.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
