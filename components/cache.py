@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import tokens
-from .cache_rules import breakpoint_model, by_model, known_model, load_rules
+from .cache_rules import breakpoint_model, by_model, known_model, load_rules, shipped
 from .context import Context
 from .wire.blocks import Marking, plan, session_key, turn_text
 from .wire.exchange import AssistantTurn, Exchange, ToolResults, UserNote
@@ -64,6 +64,7 @@ __all__ = [
     "known_model",
     "load_rules",
     "request_of",
+    "shipped",
     "simulate",
 ]
 
@@ -360,7 +361,7 @@ class Simulator:
     def __init__(
         self, provider: str, model: str = "", rules: Mapping[str, Any] | None = None, *, key: Key | None = None
     ) -> None:
-        table = rules if rules is not None else load_rules()
+        table = rules if rules is not None else shipped()
         if provider not in table:
             raise ValueError(f"no cache rules for {provider!r}; known: {', '.join(table)}")
         self.provider = provider

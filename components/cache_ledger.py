@@ -160,7 +160,7 @@ class Ledger:
     ``ttl``: seconds a cache entry lives, in place of the rules' (a test's, a what-if)."""
 
     def __init__(self, rules: Mapping[str, Any] | None = None, *, ttl: float | None = None) -> None:
-        table = dict(rules if rules is not None else cache.load_rules())
+        table = dict(rules if rules is not None else cache.shipped())
         if ttl is not None:
             table = {name: {**row, "ttl_seconds": ttl} for name, row in table.items()}
         self.rules = table

@@ -178,19 +178,21 @@ def row_of(span: Received, *, value: Callable[[Any], Any] = as_string) -> TraceR
     first, then its own events). ``value`` maps each attribute's value: the Map variant's
     ``AsString`` (the default), or the JSON variant's typed values."""
 
-    def mapped(attrs: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: value(v) for k, v in attrs.items()}
-
     start, end = span.started, span.ended
-    attributes = dict(start.attributes)
-    events: list[EventRow] = [
-        EventRow(span.start_ns, s.BLOB_EVENT, {"hash": b.hash, "text": b.text}) for b in span.blobs
-    ]
+    attributes: dict[str, Any] = start.attributes
+    events: list[EventRow] = (
+        [EventRow(span.start_ns, s.BLOB_EVENT, {"hash": b.hash, "text": b.text}) for b in span.blobs]
+        if span.blobs
+        else []
+    )
     links: list[LinkRow] = []
     if end is not None:
-        attributes.update(end.attributes)
-        events.extend(EventRow(e.time_ns, e.name, mapped(e.attributes)) for e in end.events)
-        links = [LinkRow(lk.trace_id, lk.span_id, "", mapped(lk.attributes)) for lk in end.links]
+        if end.attributes:
+            attributes = {**attributes, **end.attributes}
+        if end.events:
+            events.extend(EventRow(e.time_ns, e.name, _mapped(e.attributes, value)) for e in end.events)
+        if end.links:
+            links = [LinkRow(lk.trace_id, lk.span_id, "", _mapped(lk.attributes, value)) for lk in end.links]
     resource = start.resource
     return TraceRow(
         start_ns=span.start_ns,
@@ -201,16 +203,24 @@ def row_of(span: Received, *, value: Callable[[Any], Any] = as_string) -> TraceR
         span_name=start.name,
         span_kind=_KIND_NAMES.get(start.kind, "Internal"),
         service_name=as_string(resource["service.name"]) if "service.name" in resource else "",
-        resource_attributes=mapped(resource),
+        resource_attributes=_mapped(resource, value),
         scope_name=start.scope or "",
         scope_version="",
-        span_attributes=mapped(attributes),
+        span_attributes=_mapped(attributes, value),
         duration=max(span.end_ns - span.start_ns, 0),
         status_code=_STATUS_NAMES[span.status],
         status_message=span.error or "",
         events=events,
         links=links,
     )
+
+
+def _mapped(attrs: Mapping[str, Any], value: Callable[[Any], Any]) -> dict[str, Any]:
+    """``attrs`` with each value mapped; a dict of strings only is returned as it is (shared,
+    never changed)."""
+    if value is as_string and type(attrs) is dict and all(type(v) is str for v in attrs.values()):
+        return attrs
+    return {k: value(v) for k, v in attrs.items()}
 
 
 # ---- decode ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 from helpers.cli import cli_ok
 from helpers.foreign_chat import session
+from helpers.otel_rows import exported
 from helpers.stores import log_of
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -21,7 +22,10 @@ from callctx.cli.research_agent import run
 from callctx.export.shaping import Shaper
 from callctx.models import ScriptedModel
 from callctx.serve import Receiver, serve_http
+from callctx.store.clickhouse import ClickHouseStore
+from callctx.store.connection import ChdbConnection
 from callctx.store.local import LocalStore
+from callctx.store.otel_table import OtelTable
 from callctx.ui import Views
 from callctx.ui.server import serve_page
 
@@ -196,6 +200,49 @@ def test_a_framework_call_shows_its_reason_the_diff_and_both_cache_figures(brows
         assert js_errors(browser) == []
     finally:
         page.server.shutdown()
+
+
+def test_over_the_collectors_clickhouse_table_a_framework_call_has_its_reason_and_ours_is_verified(
+    browser, chdb_folder, tmp_path
+):
+    """``callctx ui --store chdb:PATH``: the exporter's table holding a framework agent's calls
+    and the demo's; side by side in one list, the framework's call shows its cache reason and
+    the diff, and one of our calls its request verified against the hash it was sent with."""
+    conn = ChdbConnection(chdb_folder)
+    table = OtelTable(conn, table="otel_traces_page")
+    table.create()
+    (tmp_path / "framework").mkdir()
+    for log in (log_of(session(), tmp_path / "framework"), demo_log(tmp_path)):
+        assert table.write(exported(log).spans) > 0
+    store = ClickHouseStore(conn, table=table.table)
+    store.follow()  # as `callctx ui --store` does before it serves
+    server = serve_page(Views(store, wait_for_cache=True), "127.0.0.1", 0, shape=Shaper().redact)
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with urllib.request.urlopen(base + "/ui/api/calls?limit=100", timeout=10) as resp:
+            listed = json.loads(resp.read())["calls"]
+        assert len({c["tree"] for c in listed}) == 2 and len(listed) == 5 + 11
+        theirs = [c for c in listed if c["reconstructed"]][2]  # the session's call after the stamp moved
+        ours = next(c for c in listed if not c["reconstructed"])
+        open_page(browser, f"{base}/ui/")
+        trees = wait_for(browser, lambda d: {r.get_attribute("data-id") for r in css(d, "[data-testid=tree-row]")})
+        assert trees >= {theirs["tree"], ours["tree"]}
+
+        open_page(browser, f"{base}/ui/calls/{theirs['index']}")
+        pane = wait_for(browser, lambda d: [e for e in css(d, "[data-testid=cache]") if e.get_attribute("data-reason")])
+        assert pane[0].get_attribute("data-reason") == "prefix_changed"
+        diff = wait_for(browser, lambda d: css(d, "[data-testid=diff]"))
+        assert (diff[0].get_attribute("data-part"), diff[0].get_attribute("data-item")) == ("system", "0")
+
+        open_page(browser, f"{base}/ui/calls/{ours['index']}")
+        wait_for(browser, lambda d: css(d, "[data-testid=segment]"))
+        assert "verified ✓" in browser.find_element(By.TAG_NAME, "body").text
+        wait_for(browser, lambda d: len(css(d, "[data-testid=call-row]")) == 11, message="the trace's calls")
+        screenshot(browser, "clickhouse-store-call")
+        assert js_errors(browser) == []
+    finally:
+        server.shutdown()
+        store.close()
 
 
 def test_a_call_opens_before_the_cache_ledger_reaches_it_and_its_pane_fills_in(browser, tmp_path):

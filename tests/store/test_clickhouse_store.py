@@ -145,6 +145,59 @@ def test_two_stores_over_one_table_answer_alike_and_derive_each_trace_once(conn,
         assert all_calls(b) == all_calls(a) and b.trees().items == a.trees().items
 
 
+class Watched:
+    """A connection that notes the SQL of every query it passes on."""
+
+    def __init__(self, conn):
+        self.conn, self.source, self.queries = conn, conn.source, []
+
+    def query(self, sql, params=None):
+        self.queries.append((sql, params))
+        return self.conn.query(sql, params)
+
+    def command(self, sql):
+        self.conn.command(sql)
+
+    def insert(self, table, body):
+        self.conn.insert(table, body)
+
+    def close(self):
+        pass
+
+
+def test_a_writer_derives_the_traces_it_wrote_from_its_own_rows_as_a_reader_would(conn, demo, tmp_path):
+    """``serve --store`` hands its rows to the listings: the traces whose rows in the table are
+    all its own are derived without reading them back, into the listings a reader derives
+    from the table; a trace another writer added to is read back."""
+    session = exported(log_of(foreign_chat.session(), tmp_path))
+    read = table_of(conn, Batch(demo.spans + session.spans))
+    with ClickHouseStore(conn, table=read.table) as reader:
+        want = (all_calls(reader), reader.trees().items, reader.facets())
+    watched = Watched(conn)
+    writer = ClickHouseStore(watched, table=f"traces_{next(_names)}", create=True)
+    with writer:
+        half = len(session.spans) // 2
+        mine = writer.table.rows_of(demo.spans + session.spans[:half])
+        writer.table.insert(mine)
+        writer.derived.remember(mine)
+        writer.table.write(session.spans[half:])  # another writer's rows of the session's trace
+        watched.queries.clear()
+        writer.refresh()
+        reads = [p["t"] for q, p in watched.queries if f"FROM {writer.table.name} WHERE TraceId IN" in q]
+        assert reads == [[session.spans[0].trace_id]]  # the demo's trace came from memory
+        assert (all_calls(writer), writer.trees().items, writer.facets()) == want
+
+        llama = exported(log_of(llama_request(), tmp_path / "llama"))
+        rows = writer.table.rows_of(llama.spans)
+        writer.table.insert(rows)
+        writer.derived.remember(rows)
+        watched.queries.clear()
+        writer.refresh()  # the table grew by this process's rows only: only their trace is looked at
+        (among,) = [p["among"] for q, p in watched.queries if p and "among" in p]
+        assert among == [llama.spans[0].trace_id]
+        assert len(all_calls(writer)) == len(want[0]) + 1
+
+
 def test_the_clickhouse_connect_client_reads_the_same(conn, chdb_folder, demo):
     """``clickhouse://`` goes through clickhouse-connect's client; its chDB backend runs the
     same engine in this process."""

@@ -23,7 +23,6 @@ server that does not answer, a query the server refused), the password never in 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import tempfile
@@ -159,8 +158,11 @@ def connect(url: StoreURL) -> Connection:
     return HttpConnection(url)
 
 
+_decode_row: Final = msgspec.json.Decoder(dict[str, Any]).decode
+
+
 def _rows(out: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in out.splitlines() if line]
+    return [_decode_row(line) for line in out.splitlines() if line]
 
 
 def first_line(e: BaseException) -> str:

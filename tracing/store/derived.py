@@ -7,7 +7,10 @@ agentic ancestor; a framework's wrapper span is not a call of its own; a provide
 under one of our calls is part of it; a session spans traces). Every one of those rules is
 trace-local, so a trace is derived whole: its rows read back (bounded by its time range),
 indexed by a :class:`~callctx.store.held.HeldStore` (the local store's index: the same rules,
-nowhere written twice), and its trace, calls and texts written as rows.
+nowhere written twice), and its trace, calls and texts written as rows. A writer that hands its
+rows to :meth:`Derived.remember` (``callctx serve --store`` does) spares the read: a stale trace
+whose every row in the table is one this process remembers is derived from those rows, the
+same values the table would answer (Map variant; times within what ``DateTime64(9)`` holds).
 
 Tables (``T`` the traces table's name), each a ``ReplacingMergeTree`` keyed by what it lists,
 with ``version`` the time of the derivation:
@@ -36,23 +39,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import msgspec
 
 from callctx.projection.calls import ModelCall
-from callctx.projection.otel_traces import decode_rows
+from callctx.projection.otel_traces import TraceRow, decode_rows
 from callctx.store.model import ANY
 
 from .held import HeldStore
 from .index import TraceSummary
 from .model import StoreUnavailable
-from .otel_table import OtelTable
+from .otel_table import MAX_TIME, OtelTable
 
 log = logging.getLogger(__name__)
 
 ROWS_PER_BATCH: Final = 20_000  # rows of the traces table derived at a time
+REMEMBERED_ROWS: Final = 200_000  # rows a writer's process keeps for deriving, at most
 STALE_PER_ROUND: Final = 5_000  # stale traces looked up at a time
 
 _DDL: Final = (
@@ -95,6 +100,11 @@ class Derived:
         self.rejected = 0  # rows that could not be read as spans, this process
         self.errors: list[str] = []  # the first few of their reasons
         self._lock = threading.Lock()
+        self._remembered: OrderedDict[str, list[TraceRow]] = OrderedDict()  # trace -> rows, oldest first
+        self._remembered_rows = 0
+        self._written: set[str] = set()  # traces remembered since written_since() last asked
+        self._written_rows = 0
+        self._memory_lock = threading.Lock()
 
     # the latest version of each trace, and the calls of that version only
     @property
@@ -118,48 +128,108 @@ class Derived:
                 f"(it needs CREATE TABLE and INSERT on {self.table.database}): {e}"
             ) from None
 
+    # ---- a writer's rows ------------------------------------------------------------------------
+    def remember(self, rows: Sequence[TraceRow]) -> None:
+        """Rows this process has just written to the table (Map variant): kept, the latest
+        :data:`REMEMBERED_ROWS` at most, so that deriving their traces needs no read."""
+        if self.table.variant != "map":
+            return
+        with self._memory_lock:
+            kept = self._remembered
+            self._written_rows += len(rows)
+            for r in rows:
+                self._written.add(r.trace_id)
+                if not _exact(r):  # the table holds it otherwise: its trace is read back
+                    self._remembered_rows -= len(kept.pop(r.trace_id, ()))
+                    continue
+                found = kept.get(r.trace_id)
+                if found is None:
+                    kept[r.trace_id] = [r]
+                else:
+                    found.append(r)
+                    kept.move_to_end(r.trace_id)
+                self._remembered_rows += 1
+            while self._remembered_rows > REMEMBERED_ROWS and kept:
+                _, gone = kept.popitem(last=False)
+                self._remembered_rows -= len(gone)
+
+    def written_since(self) -> tuple[list[str], int]:
+        """The traces :meth:`remember` was given rows of since the last call, and how many rows
+        (a reader compares them with how much the table grew: when they match, only those
+        traces can be stale)."""
+        with self._memory_lock:
+            traces, rows = sorted(self._written), self._written_rows
+            self._written, self._written_rows = set(), 0
+        return traces, rows
+
+    def _recalled(self, traces: Sequence[Stale]) -> tuple[list[TraceRow], list[Stale]]:
+        """The remembered rows of those ``traces`` that the table holds no others of; and the
+        traces to read."""
+        rows: list[TraceRow] = []
+        to_read: list[Stale] = []
+        with self._memory_lock:
+            for t in traces:
+                found = self._remembered.get(t.trace_id)
+                if found is not None and len(found) == t.rows:
+                    rows.extend(found)
+                else:
+                    to_read.append(t)
+        return rows, to_read
+
     # ---- catching up ----------------------------------------------------------------------------
-    def stale(self, limit: int = STALE_PER_ROUND) -> list[Stale]:
+    def stale(self, limit: int = STALE_PER_ROUND, among: Sequence[str] | None = None) -> list[Stale]:
         """Traces whose rows in the table are not the ones their listing was derived from,
-        the oldest first."""
+        the oldest first (``among``: of those traces only)."""
+        where, params = "TraceId != ''", None
+        if among is not None:
+            where, params = "TraceId IN {among:Array(String)}", {"among": list(among)}
         rows = self.table.conn.query(
             "SELECT b.TraceId AS t, b.c AS c, b.lo AS lo, b.hi AS hi FROM (SELECT TraceId, count() AS c, "
             "toUnixTimestamp64Nano(min(Timestamp)) AS lo, toUnixTimestamp64Nano(max(Timestamp)) AS hi "
-            f"FROM {self.table.name} WHERE TraceId != '' GROUP BY TraceId) AS b "
-            f"LEFT ANY JOIN (SELECT TraceId, argMax(rows, version) AS r FROM {self.traces} GROUP BY TraceId) AS d "
-            f"ON b.TraceId = d.TraceId WHERE d.r != b.c ORDER BY lo, t LIMIT {int(limit)}"
+            f"FROM {self.table.name} WHERE {where} GROUP BY TraceId) AS b "
+            f"LEFT ANY JOIN (SELECT TraceId, argMax(rows, version) AS r FROM {self.traces} WHERE {where} "
+            f"GROUP BY TraceId) AS d ON b.TraceId = d.TraceId WHERE d.r != b.c ORDER BY lo, t LIMIT {int(limit)}",
+            params,
         )
         return [Stale(r["t"], int(r["c"]), int(r["lo"]), int(r["hi"])) for r in rows]
 
-    def catch_up(self) -> int:
-        """Derive every stale trace; how many were derived."""
+    def catch_up(self, among: Sequence[str] | None = None) -> int:
+        """Derive every stale trace (``among``: of those traces only); how many were derived."""
         done = 0
         with self._lock:
-            while True:
-                stale = self.stale()
-                if not stale:
-                    return done
-                for batch in _batches(stale, ROWS_PER_BATCH):
-                    self.derive(batch)
-                    done += len(batch)
-                if len(stale) < STALE_PER_ROUND:
-                    return done
+            for at in range(0, len(among), STALE_PER_ROUND) if among is not None else (0,):
+                some = among[at : at + STALE_PER_ROUND] if among is not None else None
+                while True:
+                    stale = self.stale(among=some)
+                    if not stale:
+                        break
+                    for batch in _batches(stale, ROWS_PER_BATCH):
+                        self.derive(batch)
+                        done += len(batch)
+                    if len(stale) < STALE_PER_ROUND or some is not None:
+                        break
+        return done
 
     def derive(self, traces: Sequence[Stale]) -> None:
         """Read the rows of ``traces`` and write their listings (calls, texts, then traces:
         a reader never finds a trace's new version without its calls)."""
         ids = [t.trace_id for t in traces]
         table = self.table
-        raw = table.conn.query(
-            f"{table.select()} FROM {table.name} WHERE TraceId IN {{t:Array(String)}} AND Timestamp BETWEEN "
-            "fromUnixTimestamp64Nano({lo:Int64}) AND fromUnixTimestamp64Nano({hi:Int64}) "
-            f"ORDER BY Timestamp, SpanId LIMIT {ROWS_PER_BATCH * 4}",
-            {"t": ids, "lo": min(t.first_ns for t in traces), "hi": max(t.last_ns for t in traces)},
-        )
+        rows, to_read = self._recalled(traces)
+        if to_read:
+            raw = table.conn.query(
+                f"{table.select()} FROM {table.name} WHERE TraceId IN {{t:Array(String)}} AND Timestamp BETWEEN "
+                "fromUnixTimestamp64Nano({lo:Int64}) AND fromUnixTimestamp64Nano({hi:Int64}) "
+                f"ORDER BY Timestamp, SpanId LIMIT {ROWS_PER_BATCH * 4}",
+                {"t": [t.trace_id for t in to_read], "lo": min(t.first_ns for t in to_read),
+                 "hi": max(t.last_ns for t in to_read)},
+            )  # fmt: skip
+            rows.extend(table.row(r) for r in raw)
+        rows.sort(key=_table_order)
         read: dict[str, int] = {}
-        for r in raw:
-            read[r["TraceId"]] = read.get(r["TraceId"], 0) + 1
-        batch = decode_rows(table.row(r) for r in raw)
+        for r in rows:
+            read[r.trace_id] = read.get(r.trace_id, 0) + 1
+        batch = decode_rows(rows)
         if batch.rejected:
             self.rejected += batch.rejected
             if len(self.errors) < 5:
@@ -193,6 +263,15 @@ class Derived:
         lines = [msgspec.json.encode(r) for r in rows]
         if lines:
             self.table.conn.insert(table, b"\n".join(lines))
+
+
+def _table_order(r: TraceRow) -> tuple[int, str]:
+    return (r.start_ns, r.span_id)  # ORDER BY Timestamp, SpanId
+
+
+def _exact(r: TraceRow) -> bool:
+    """Does the table give back this row's times as they are (none clamped)?"""
+    return 0 <= r.start_ns <= MAX_TIME and all(0 <= e.time_ns <= MAX_TIME for e in r.events)
 
 
 def _batches(stale: Sequence[Stale], rows: int) -> Iterable[list[Stale]]:

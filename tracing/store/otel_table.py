@@ -174,14 +174,14 @@ _JSON_TYPES: Final = {
 _BETWEEN: Final = "Timestamp BETWEEN fromUnixTimestamp64Nano({lo:Int64}) AND fromUnixTimestamp64Nano({hi:Int64})"
 
 
-_MAX_TIME: Final = (1 << 63) - 1  # DateTime64(9) ends at int64's nanoseconds (2262-04-11)
+MAX_TIME: Final = (1 << 63) - 1  # DateTime64(9) ends at int64's nanoseconds (2262-04-11)
 
 
 def _time(ns: int) -> str:
     """A time as DateTime64(9) text, exact and in no time zone: seconds since the epoch (ten
     digits at least, or ClickHouse reads a short number as a date) and nanoseconds; a time
     past what the column holds is written as its last instant."""
-    ns = min(max(ns, 0), _MAX_TIME)
+    ns = min(max(ns, 0), MAX_TIME)
     return f"{ns // 1_000_000_000:010d}.{ns % 1_000_000_000:09d}"
 
 
@@ -266,12 +266,16 @@ class OtelTable:
             self.conn.insert(self.name, b"\n".join(lines))
         return len(lines)
 
-    def write(self, spans: Iterable[Received]) -> int:
-        """Write received spans as the exporter writes them into this table's variant (the
-        Map variant's strings, or the JSON variant's typed values), in one INSERT."""
+    def rows_of(self, spans: Iterable[Received]) -> list[TraceRow]:
+        """Received spans as the exporter's rows for this table's variant (the Map variant's
+        strings, or the JSON variant's typed values)."""
         if self.variant == "json":
-            return self.insert(row_of(r, value=_json_value) for r in spans)
-        return self.insert(row_of(r) for r in spans)
+            return [row_of(r, value=_json_value) for r in spans]
+        return [row_of(r) for r in spans]
+
+    def write(self, spans: Iterable[Received]) -> int:
+        """Write received spans as the exporter writes them, in one INSERT."""
+        return self.insert(self.rows_of(spans))
 
     # ---- reading ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -318,6 +322,19 @@ class OtelTable:
         batch = self._batch(where, params, 10 * len(keys) + 10)
         batch.spans = [r for r in batch.spans if (r.trace_id, r.span_id) in wanted]
         return batch
+
+    def present(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of the spans named by (trace id, span id) the table holds."""
+        if not keys:
+            return set()
+        params = {"t": sorted({t for t, _ in keys}), "s": sorted({s for _, s in keys})}
+        rows = self._query(
+            f"SELECT DISTINCT TraceId, SpanId FROM {self.name} WHERE TraceId IN {{t:Array(String)}} "
+            f"AND SpanId IN {{s:Array(String)}} LIMIT {len(keys) * 2 + 10}",
+            params,
+        )
+        wanted = set(keys)
+        return {k for k in ((r["TraceId"], r["SpanId"]) for r in rows) if k in wanted}
 
     def trace_of(self, span_id: str) -> str | None:
         """The trace a span id belongs to, or None."""
@@ -380,17 +397,26 @@ def _json_value(value: Any) -> Any:
     return as_string(value)
 
 
+_NO_EVENTS: Final[dict[str, list[Any]]] = {"Events.Timestamp": [], "Events.Name": [], "Events.Attributes": []}
+_NO_LINKS: Final[dict[str, list[Any]]] = {
+    "Links.TraceId": [], "Links.SpanId": [], "Links.TraceState": [], "Links.Attributes": []
+}  # fmt: skip
+
+
 def _json_row(r: TraceRow) -> dict[str, Any]:
+    events = r.events
+    links = r.links
     return {
         "Timestamp": _time(r.start_ns), "TraceId": r.trace_id, "SpanId": r.span_id,
         "ParentSpanId": r.parent_span_id, "TraceState": r.trace_state, "SpanName": r.span_name,
         "SpanKind": r.span_kind, "ServiceName": r.service_name, "ResourceAttributes": r.resource_attributes,
         "ScopeName": r.scope_name, "ScopeVersion": r.scope_version, "SpanAttributes": r.span_attributes,
         "Duration": r.duration, "StatusCode": r.status_code, "StatusMessage": r.status_message,
-        "Events.Timestamp": [_time(e.time_ns) for e in r.events], "Events.Name": [e.name for e in r.events],
-        "Events.Attributes": [e.attributes for e in r.events],
-        "Links.TraceId": [lk.trace_id for lk in r.links], "Links.SpanId": [lk.span_id for lk in r.links],
-        "Links.TraceState": [lk.trace_state for lk in r.links], "Links.Attributes": [lk.attributes for lk in r.links],
+        **({"Events.Timestamp": [_time(e.time_ns) for e in events], "Events.Name": [e.name for e in events],
+            "Events.Attributes": [e.attributes for e in events]} if events else _NO_EVENTS),
+        **({"Links.TraceId": [lk.trace_id for lk in links], "Links.SpanId": [lk.span_id for lk in links],
+            "Links.TraceState": [lk.trace_state for lk in links],
+            "Links.Attributes": [lk.attributes for lk in links]} if links else _NO_LINKS),
     }  # fmt: skip
 
 

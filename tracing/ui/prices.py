@@ -25,7 +25,7 @@ class Prices:
     """Prices per provider and model, from the cache rules (the packaged table by default)."""
 
     def __init__(self, rules: Mapping[str, Any] | None = None) -> None:
-        self.rules = rules if rules is not None else cache.load_rules()
+        self.rules = rules if rules is not None else cache.shipped()
 
     def cost(self, usage: Mapping[str, int], provider: str | None, model: str | None) -> float | None:
         p = providers.recognise(provider, model)
