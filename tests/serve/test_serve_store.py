@@ -11,6 +11,7 @@ import json
 
 import pytest
 from helpers import foreign_chat
+from helpers.cli import cli
 from helpers.otel_rows import exported
 from helpers.stores import all_calls, log_of, served_views
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
@@ -23,6 +24,7 @@ from callctx.projection.otlp import encode_protobuf
 from callctx.projection.spans import from_log
 from callctx.serve import TableReceiver, serve_grpc, serve_http
 from callctx.serve.spool import Segment as spool_segment
+from callctx.serve.spool import SpoolBusy, leftover
 from callctx.serve.spool import line as spool_line
 from callctx.store.clickhouse import ClickHouseStore
 from callctx.store.connection import ChdbConnection
@@ -159,11 +161,11 @@ def test_a_table_that_refuses_writes_is_a_503_and_what_was_acknowledged_is_kept(
         if ack == "table":
             assert not spool.exists()  # the sender was told to send again: nothing kept here
             continue
-        (segment,) = spool.iterdir()
+        (segment,) = leftover(spool)
         assert segment.stat().st_mode & 0o777 == 0o600
         again = TableReceiver(ClickHouseStore(conn, table=rx.table.table, create=True), follow_every=None, spool=spool)
         try:  # the table made anew: the spool's spans are written before the receiver serves
-            assert again.replayed == len(sent) and list(spool.iterdir()) == []
+            assert again.replayed == len(sent) and leftover(spool) == []
             assert {c.span_id for c in all_calls(again.store)} == {r.span_id for r in sent if r.name.startswith("chat")}
         finally:
             again.close()
@@ -182,7 +184,7 @@ def test_a_restart_after_a_crash_writes_what_the_spool_holds_and_nothing_twice(c
     rx.flush()  # the first half is in the table; its segment was removed
     table = rx.table.table
     rx.close()
-    assert list(spool.iterdir()) == [] and OtelTable(conn, table=table).count() == half
+    assert leftover(spool) == [] and OtelTable(conn, table=table).count() == half
     segment = spool_segment(spool, 7)
     segment.append(spool_line(batch.spans[:half]))
     segment.append(spool_line(batch.spans[half:]))
@@ -192,8 +194,24 @@ def test_a_restart_after_a_crash_writes_what_the_spool_holds_and_nothing_twice(c
     try:
         assert again.replayed == len(batch.spans) - half
         assert again.table.count() == len(batch.spans)  # nothing twice
-        assert list(spool.iterdir()) == []
+        assert leftover(spool) == []
         with LocalStore(log_of(records(batch), tmp_path / "all"), finished=True) as local:
             assert all_calls(again.store) == all_calls(local)
     finally:
         again.close()
+
+
+def test_a_spool_serves_one_receiver_at_a_time(conn, chdb_folder, tmp_path):
+    """A second receiver given a spool in use is refused (it would write the first one's live
+    segments again), on the command line in one line; once the first stops, it may start."""
+    spool = tmp_path / "spool"
+    first = receiver(conn, tmp_path, spool=spool)
+    try:
+        with pytest.raises(SpoolBusy, match="in use by another"):
+            receiver(conn, tmp_path, spool=spool)
+        code, _, err = cli("serve", "--store", f"chdb:{chdb_folder}?table=busy", "--spool", spool, "--port", "0",
+                           "--grpc-port", "-1")  # fmt: skip
+        assert code == 2 and "in use by another" in err and len(err.strip().splitlines()) == 1
+    finally:
+        first.close()
+    receiver(conn, tmp_path, spool=spool).close()

@@ -18,6 +18,7 @@ import pytest
 
 from callctx.projection.otlp import encode_protobuf
 from callctx.projection.spans import SpanData
+from callctx.serve.spool import leftover
 
 CALLCTX = str(Path(sys.executable).with_name("callctx"))
 SPANS = 20  # per request: one trace each
@@ -100,7 +101,7 @@ def test_a_killed_receiver_loses_no_answered_span_and_writes_none_twice(tmp_path
                 f"request {n} was answered; its trace holds {spans.get(f'{n + 1:032x}')} spans"
             )
         assert all(count == SPANS for count in spans.values())  # none twice, none torn in half
-        assert list(spool.iterdir()) == []
+        assert leftover(spool) == []
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)

@@ -36,9 +36,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             rx = TableReceiver(store, max_body=args.max_body, token=token, allow_hosts=args.allow_host,
                                ack=args.ack, spool=args.spool)  # fmt: skip
-        except (CallctxError, OSError) as e:
+        except CallctxError as e:
             store.close()
-            raise CliError(f"cannot use the spool {args.spool}: {getattr(e, 'strerror', None) or e}") from None
+            raise CliError(str(e)) from None
+        except OSError as e:
+            store.close()
+            raise CliError(f"cannot use the spool {args.spool}: {e.strerror or e}") from None
     else:
         try:
             rx = Receiver(

@@ -21,6 +21,10 @@ Durability contract
 * A segment is removed only after every span in it is in the table. The folder is made
   ``0700`` and each segment ``0600`` (they hold the spans' full texts); a folder that is a
   symbolic link, or a segment name that already exists, is refused.
+* One receiver at a time: :func:`lock` takes an exclusive ``flock`` on the folder's ``lock``
+  file for as long as the receiver runs (the kernel lets go when its process dies, however it
+  dies). A second receiver given the same spool is refused with a clear error: it would
+  otherwise write the first one's live segments to the table a second time.
 
 Format: a first line ``{"callctx_spool": 1}``, then one JSON array of spans
 (:class:`~callctx.projection.batch.Received`) per request.
@@ -32,6 +36,7 @@ Threading: one :class:`Segment` is appended to by one thread at a time (the rece
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import stat
@@ -62,6 +67,28 @@ def folder(path: str | os.PathLike[str]) -> Path:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise BadInput(f"the spool {p} is not a folder (a symbolic link is refused)")
     return p
+
+
+class SpoolBusy(BadInput):
+    """Another receiver holds the spool."""
+
+
+def lock(spool: Path) -> int:
+    """Hold the spool for this process (see the module docstring); the descriptor to
+    :func:`unlock`. :class:`SpoolBusy` when another receiver holds it."""
+    fd = os.open(spool / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SpoolBusy(
+            f"the spool {spool} is in use by another `callctx serve --store`; give each receiver a --spool of its own"
+        ) from None
+    return fd
+
+
+def unlock(fd: int) -> None:
+    os.close(fd)  # closing the descriptor lets the lock go
 
 
 def leftover(spool: Path) -> list[Path]:
@@ -129,4 +156,4 @@ def next_seq(spool: Path) -> int:
     return max(seqs, default=0) + 1
 
 
-__all__ = ["Segment", "folder", "leftover", "line", "next_seq", "read"]
+__all__ = ["Segment", "SpoolBusy", "folder", "leftover", "line", "lock", "next_seq", "read", "unlock"]

@@ -106,9 +106,15 @@ class TableReceiver(Receiving):
         self.failures = 0
         self.last_error: str | None = None
         self.spool: Path | None = None
+        self._lock_fd: int | None = None
         if ack == "spool":
             self.spool = sp.folder(spool)
-            self._replay(self.spool)
+            self._lock_fd = sp.lock(self.spool)
+            try:
+                self._replay(self.spool)
+            except BaseException:
+                sp.unlock(self._lock_fd)
+                raise
             self._seq = sp.next_seq(self.spool)
         self._pending = _Pending(1)
         self._attempted = 0  # the last batch the writer tried (written or refused)
@@ -259,6 +265,9 @@ class TableReceiver(Receiving):
             log.error("callctx: %d acknowledged spans could not be written to %s; they stay in the spool %s, "
                       "which the next `callctx serve --store` with it writes first",
                       len(left.spans), self.table.source, self.spool)  # fmt: skip
+        if self._lock_fd is not None:
+            sp.unlock(self._lock_fd)
+            self._lock_fd = None
         self.store.close()
 
 
