@@ -3,13 +3,14 @@ tree view, the context assembly, the wire body, recording, the chat span, the lo
 ratio to the assembly step alone, measured inside the same calls (the baseline).
 
 A session of stages, each a call with a few children that each ask the model once; the tree
-keeps growing through the run (the default registry, workspace files and memory are on).
+keeps growing through the run (the default registry, workspace files and memory are on, and
+the agent offers ``--tools`` standing tools, typed Python functions, on every call).
 Medians of wall time, and of the thread's CPU time (wall time also counts the moments the OS
 ran another process). The target: the runtime's own cost at most 1.5x the assembly's.
 ``--breakdown`` also times the main steps outside the assembly (the probes add a little to
 the total).
 
-    python bench/exec.py [--stages 60] [--breakdown]
+    python bench/exec.py [--stages 60] [--tools 3] [--breakdown]
 """
 
 from __future__ import annotations
@@ -27,6 +28,24 @@ from callctx.engine import execute
 from callctx.models import ScriptedModel
 
 TARGET = 1.5  # the runtime's own cost per exec, at most this many times the assembly's
+
+
+def search_notes(query: str, limit: int = 5) -> list[str]:
+    """Search the project's notes."""
+    return [query] * limit
+
+
+def read_file(path: str, start: int = 0, lines: int | None = None) -> str:
+    """Read a file of the workspace."""
+    return path
+
+
+def write_note(title: str, body: str, tags: list[str] | None = None) -> str:
+    """Write a note for later steps."""
+    return title
+
+
+TOOLS = (search_notes, read_file, write_note)
 
 
 class Timed:
@@ -60,6 +79,7 @@ def probe(owner, name: str) -> Timed:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stages", type=int, default=60)
+    ap.add_argument("--tools", type=int, default=3, help="standing tools the agent offers on every call")
     ap.add_argument("--breakdown", action="store_true", help="also time the steps outside the assembly")
     args = ap.parse_args()
 
@@ -69,7 +89,8 @@ def main() -> None:
     mem.workspace.mkdir()
     (mem.workspace / "core.md").write_text("- a fact\n" * 20)
     model = ScriptedModel({"*": "ok"})
-    rt = setup(tmp / "events.jsonl", model=model, workspace=tmp, memory=mem, skills=(Skill("search"),))
+    rt = setup(tmp / "events.jsonl", model=model, workspace=tmp, memory=mem, skills=(Skill("search"),),
+               tools=TOOLS[: args.tools])  # fmt: skip
 
     assemble = probe(execute, "assemble")
     complete = probe(model, "complete")

@@ -14,7 +14,8 @@ the runtime does. The fold reads every record and folds the span events (``event
 Such a log takes ~1 KB per event (the demo's: ~1.4 KB), mostly the context manifests and
 blobs, so decoding is a large part of a replay. The baseline is reading and decoding the same
 file without folding (``read_log``, same run, same page cache); each side is timed
-``--repeat`` times and the best kept. Target: >= 500k events/s. Absolute figures depend on
+``--repeat`` times and the best kept. Targets: the replay at >= 0.8x the baseline's rate, and
+>= 500k events/s. Absolute figures depend on
 the machine (and on its load); the ratio of the replay's rate to the baseline's, printed
 with them, is what compares across machines.
 
@@ -35,7 +36,8 @@ from callctx.projection import Projection, read_log
 from callctx.projection import schema as s
 from callctx.projection.events import KIND_INTERNAL, Blob, LogHeader, Record, SpanEnded, SpanStarted, encode
 
-TARGET = 500_000
+TARGET = 500_000  # events/s: the first round's absolute figure
+TARGET_RATIO = 0.8  # of the decode-only baseline: what compares across machines
 STAGES = 40  # stages per run: a run is ~2,000 events
 STEPS = 3  # step calls per stage
 RESOURCE = {
@@ -302,8 +304,9 @@ def main() -> None:
     print(f"  decode only (baseline)  {t_decode:6.2f} s   {base:12,.0f} events/s")
     print(f"  decode + fold           {t_fold:6.2f} s   {rate:12,.0f} events/s   {rate / base:.2f} of the baseline")
     print(
-        f"replay throughput: {rate:,.0f} events/s (target >= {TARGET:,}), baseline {base:,.0f} events/s, "
-        f"ratio {rate / base:.2f} -> {'met' if rate >= TARGET else 'not met'}"
+        f"replay throughput: {rate:,.0f} events/s (target >= {TARGET:,}: {'met' if rate >= TARGET else 'not met'}), "
+        f"baseline {base:,.0f} events/s, ratio {rate / base:.2f} (target >= {TARGET_RATIO}: "
+        f"{'met' if rate / base >= TARGET_RATIO else 'not met'})"
     )
     path.unlink()
     path.parent.rmdir()

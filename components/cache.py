@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import threading
 from array import array
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,8 @@ from .wire.blocks import Marking, plan, session_key, turn_text
 from .wire.exchange import AssistantTurn, Exchange, ToolResults, UserNote
 
 log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()  # (row, model) pairs whose missing rules the log has named
+_warned_lock = threading.Lock()
 
 _MOD = (1 << 61) - 1
 _BASE = 1_000_003
@@ -384,7 +387,11 @@ class Simulator:
                 f"{self.row}: no cache rules for model {model or '(none)'!r}; using the strictest known minimum "
                 f"({strictest:,} tokens) and the default price"
             )
-            log.warning("callctx: %s", self.warnings[-1])
+            with _warned_lock:  # the log says it once per process; ``warnings`` on every simulator
+                first = (self.row, model) not in _warned
+                _warned.add((self.row, model))
+            if first:
+                log.warning("callctx: %s", self.warnings[-1])
         self.step = int(by_model(r.get("step_tokens", 1), model))
         self.lookback = int(by_model(r.get("lookback_blocks", 20), model))
         self.lookup_breakpoints = int(by_model(r.get("lookup_breakpoints", 80), model))

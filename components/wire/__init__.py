@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from .. import providers
 from ..context import Context
 from .exchange import Exchange
@@ -64,10 +66,19 @@ def canonical(body: dict[str, Any]) -> bytes:
     """The bytes hashed for a request: sorted keys, no whitespace, UTF-8.
 
     Byte for byte ``json.dumps(body, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False).encode()``, made faster: the strings a session sends again and again
-    (the system blocks, the sealed tree blocks, the keys) are escaped and encoded once.
-    Anything but plain dicts with string keys, lists, tuples, strings, ints, floats, booleans
-    and None is left to ``json`` itself (as are its errors)."""
+    ensure_ascii=False).encode()``, made faster. First msgspec's sorted encoder, kept only when
+    its bytes read back equal to ``body`` (so ``body`` held JSON's own types: no tuples, sets,
+    bytes, NaN or non-string keys, which msgspec writes its own way) and hold no float that it
+    writes differently from ``json`` (an exponent, or below 1e-4). Otherwise an encoder that
+    escapes the strings a session sends again and again (the system blocks, the sealed tree
+    blocks, the keys) once; anything but plain dicts with string keys, lists, tuples, strings,
+    ints, floats, booleans and None is left to ``json`` itself (as are its errors)."""
+    try:
+        fast = _sorted(body)
+        if _read(fast) == body:
+            return fast
+    except (_Unusual, TypeError, ValueError, OverflowError, RecursionError, UnicodeEncodeError, msgspec.DecodeError):
+        pass
     out: list[bytes] = []
     try:
         _encode(body, out.append)
@@ -78,6 +89,18 @@ def canonical(body: dict[str, Any]) -> bytes:
 
 def _reference(body: Any) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _plain_float(text: str) -> float:
+    """A float as msgspec wrote it, when ``json`` writes it the same (``repr``): not with an
+    exponent, nor below 1e-4 (which ``repr`` writes with one)."""
+    if "e" in text or text.lstrip("-").startswith("0.0000"):
+        raise _Unusual
+    return float(text)
+
+
+_sorted = msgspec.json.Encoder(order="sorted").encode
+_read = msgspec.json.Decoder(float_hook=_plain_float).decode
 
 
 class _Unusual(Exception):

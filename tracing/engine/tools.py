@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -78,11 +80,34 @@ def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | 
     return Tool(ToolSpec(tool_name, text, params), fn, args, spec.name if spec else None)
 
 
+_BUILT_MAX = 1024  # functions whose description is kept (the least recently offered leave first)
+_built: OrderedDict[int, Tool] = OrderedDict()  # id(fn) -> its Tool (which holds fn: the id stays its own)
+_built_lock = threading.Lock()
+
+
+def _tool_of(fn: Callable[..., Any]) -> Tool:
+    """``tool(fn)``, described once per function object while it is among the last
+    :data:`_BUILT_MAX` offered (a ``Tool`` is immutable)."""
+    key = id(fn)
+    with _built_lock:
+        found = _built.get(key)
+        if found is not None and found.fn is fn:
+            _built.move_to_end(key)
+            return found
+    made = tool(fn)
+    with _built_lock:
+        _built[key] = made
+        while len(_built) > _BUILT_MAX:
+            _built.popitem(last=False)
+    return made
+
+
 def as_tools(items: Iterable[Callable[..., Any] | Tool] | None, *, exclude: str | None = None) -> list[Tool]:
-    """Tools from functions (or ready ``Tool``s), never offering the call ``exclude`` itself."""
+    """Tools from functions (or ready ``Tool``s), never offering the call ``exclude`` itself.
+    Each function is described once (its signature, hints and docstring as at its first use)."""
     out: list[Tool] = []
     for item in items or ():
-        t = item if isinstance(item, Tool) else tool(item)
+        t = item if isinstance(item, Tool) else _tool_of(item)
         if exclude is not None and t.agentic == exclude:
             continue  # an agentic function is never offered to itself: re-entering would recurse forever
         out.append(t)
