@@ -32,3 +32,13 @@ def chdb_folder(tmp_path_factory):
     every test that uses it shares this folder (each in tables of its own)."""
     pytest.importorskip("chdb")  # in the test extra: CI installs it, and counts a skip as a failure
     return tmp_path_factory.mktemp("chdb") / "db"
+
+
+@pytest.fixture(scope="module")
+def conn(chdb_folder):
+    """A chDB connection to the run's folder, for one test module."""
+    from callctx.store.connection import ChdbConnection
+
+    c = ChdbConnection(chdb_folder)
+    yield c
+    c.close()

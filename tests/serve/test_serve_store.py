@@ -27,20 +27,12 @@ from callctx.serve.spool import Segment as spool_segment
 from callctx.serve.spool import SpoolBusy, leftover
 from callctx.serve.spool import line as spool_line
 from callctx.store.clickhouse import ClickHouseStore
-from callctx.store.connection import ChdbConnection
 from callctx.store.contexts import rebuild
 from callctx.store.local import LocalStore
 from callctx.store.model import Filter
 from callctx.store.otel_table import OtelTable
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def conn(chdb_folder):
-    c = ChdbConnection(chdb_folder)
-    yield c
-    c.close()
 
 
 def receiver(conn, tmp_path, **kw) -> TableReceiver:

@@ -19,20 +19,13 @@ from callctx.projection.batch import Batch, records
 from callctx.projection.errors import NotFound
 from callctx.projection.otel_traces import row_of
 from callctx.store.clickhouse import ClickHouseStore
-from callctx.store.connection import ChdbConnection, HttpConnection, parse
+from callctx.store.connection import HttpConnection, parse
 from callctx.store.contexts import rebuild, reconstruct
 from callctx.store.local import LocalStore
 from callctx.store.model import Filter, StoreUnavailable
 from callctx.store.otel_table import OtelTable, Variant
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def conn(chdb_folder):
-    c = ChdbConnection(chdb_folder)
-    yield c
-    c.close()
 
 
 def table_of(conn, batch: Batch, variant: Variant = "map") -> OtelTable:

@@ -22,6 +22,7 @@ in memory and writes them, in order, before the next write or at close
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import gc
 import logging
@@ -41,7 +42,7 @@ from callctx.projection.events import encode
 from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.otlp import decode_json, decode_protobuf
 from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
-from callctx.store.model import Store
+from callctx.store.model import Store, StoreState
 
 from ..export.shaping import Shaper
 from .body import BodyError
@@ -82,7 +83,7 @@ def index_path(log_path: str | os.PathLike[str]) -> str:
     return f"{os.fspath(log_path)}.index.sqlite"
 
 
-class Receiving:
+class Receiving(abc.ABC):
     """What every receiver does the same way: decode OTLP bodies, check access, count. A
     receiver adds where the spans go (:meth:`ingest`), the store reads go through (``store``),
     and its health."""
@@ -127,14 +128,26 @@ class Receiving:
         """Does an ``Authorization`` header carry the token (always, when none is set)?"""
         return self.access.authorized(header)
 
+    @abc.abstractmethod
     def ingest(self, batch: Batch) -> Batch:
-        raise NotImplementedError
+        """Keep one request's spans; the batch as kept (its rejections counted). Called from
+        any number of request threads; ``OSError`` when the spans cannot be kept now (the
+        transports answer 503 / UNAVAILABLE)."""
 
+    @abc.abstractmethod
     def health(self, *, detail: bool = True) -> dict[str, Any]:
-        raise NotImplementedError
+        """Liveness, and with ``detail`` the counters (:meth:`counters` and the receiver's own)."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Keep what was acknowledged and let go of the store."""
+
+    def counters(self, state: StoreState) -> dict[str, Any]:
+        """The health counters every receiver reports: requests, spans, and what the store
+        lists (``state``: the store's, read once by the caller)."""
+        s = self.stats
+        return {"status": "ok", "requests": s.requests, "spans": s.spans, "rejected": s.rejected,
+                "malformed": s.malformed, "traces": state.trees, "calls": state.calls}  # fmt: skip
 
 
 class Receiver(Receiving):
@@ -189,11 +202,8 @@ class Receiver(Receiving):
         """Liveness, and with ``detail`` the counters."""
         if not detail:
             return {"status": "ok"}
-        s = self.stats
         state = self.store.state()
-        return {"status": "ok", "requests": s.requests, "spans": s.spans, "rejected": s.rejected,
-                "malformed": s.malformed, "traces": state.trees, "calls": state.calls,
-                "indexed_spans": state.spans, "unindexed_records": self.store.index.refused}  # fmt: skip
+        return {**self.counters(state), "indexed_spans": state.spans, "unindexed_records": self.store.index.refused}
 
     def close(self) -> None:
         self.log.close()

@@ -245,11 +245,9 @@ class TableReceiver(Receiving):
     def health(self, *, detail: bool = True) -> dict[str, Any]:
         if not detail:
             return {"status": "ok"}
-        s = self.stats
         state = self.store.state()
-        return {"status": "ok", "requests": s.requests, "spans": s.spans, "rejected": s.rejected,
-                "malformed": s.malformed, "traces": state.trees, "calls": state.calls, "store": state.source,
-                "ack": self.ack, "spool": os.fspath(self.spool) if self.spool is not None else None,
+        spool = os.fspath(self.spool) if self.spool is not None else None
+        return {**self.counters(state), "store": state.source, "ack": self.ack, "spool": spool,
                 "written": self.written, "replayed": self.replayed, "waiting": self._buffered,
                 "write_failures": self.failures, "last_error": self.last_error}  # fmt: skip
 

@@ -44,6 +44,7 @@ from callctx.projection.render import View
 from .connection import DATABASE, Connection, Param, StoreURL, connect
 from .contexts import text_hashes
 from .derived import Derived
+from .follow import Follower
 from .held import HeldStore
 from .ledger import LedgerView
 from .model import (
@@ -108,8 +109,7 @@ class ClickHouseStore:
         self._held_spans = 0
         self._held_lock = threading.Lock()
         self.ledger = LedgerView(self, ttl=ttl)
-        self._stop = threading.Event()
-        self._follower: threading.Thread | None = None
+        self._following = Follower(self._follow_round, name="callctx-clickhouse-follow", what=lambda: str(self.source))
         self.owns_connection = False  # closed with the store: when the store made it (``open``)
 
     @classmethod
@@ -148,25 +148,14 @@ class ClickHouseStore:
     def follow(self, every: float = 0.25) -> None:
         """Keep the listings and the cache ledger up to date in a background thread, every
         ``every`` seconds, until :meth:`close`."""
-        if self._follower is not None:
-            return
+        self._following.start(every)
 
-        def loop() -> None:
-            while not self._stop.wait(every):
-                try:
-                    self.refresh()
-                    self.ledger.update()
-                except Exception:
-                    log.exception("callctx: following %s failed", self.source)
-
-        self._follower = threading.Thread(target=loop, name="callctx-clickhouse-follow", daemon=True)
-        self._follower.start()
+    def _follow_round(self) -> None:
+        self.refresh()
+        self.ledger.update()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._follower is not None:
-            self._follower.join()
-            self._follower = None
+        self._following.stop()
         with self._held_lock:
             for _, held, _ in self._held.values():
                 held.close()

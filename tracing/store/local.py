@@ -39,6 +39,7 @@ from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_r
 from callctx.projection.render import View
 
 from .contexts import text_hashes
+from .follow import Follower
 from .index import Index, run_status
 from .ledger import LedgerView
 from .model import (
@@ -96,8 +97,7 @@ class LocalStore:
         self._fold_lock = threading.Lock()
         self._totals: dict[str, tuple[tuple[int, int], dict[str, tuple[Usage, list[Spend]]]]] = {}
         self.ledger = LedgerView(self, ttl=ttl)
-        self._stop = threading.Event()
-        self._follower: threading.Thread | None = None
+        self._following = Follower(self._follow_round, name="callctx-store-follow", what=lambda: str(self.path))
 
     # ---- following the log --------------------------------------------------------------------
     def refresh(self) -> int:
@@ -144,25 +144,14 @@ class LocalStore:
     def follow(self, every: float = 0.25) -> None:
         """Keep the index and the cache ledger up to date in a background thread, looking at
         the log every ``every`` seconds (readers then find the ledger ready), until :meth:`close`."""
-        if self._follower is not None:
-            return
+        self._following.start(every)
 
-        def loop() -> None:
-            while not self._stop.wait(every):
-                try:
-                    self.refresh()
-                    self.ledger.update()
-                except Exception:
-                    log.exception("callctx: following %s failed", self.path)
-
-        self._follower = threading.Thread(target=loop, name="callctx-store-follow", daemon=True)
-        self._follower.start()
+    def _follow_round(self) -> None:
+        self.refresh()
+        self.ledger.update()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._follower is not None:
-            self._follower.join()
-            self._follower = None
+        self._following.stop()
         self.index.close()
 
     def __enter__(self) -> LocalStore:
