@@ -87,6 +87,8 @@ class ExecHost(Protocol):
 
     def view(self, span_id: str) -> TreeView: ...
 
+    def start_span(self, name: str, attributes: dict[str, Any]) -> trace.Span: ...
+
     def next_call_index(self) -> int: ...
 
     def store_blobs(self, blobs: dict[str, str]) -> None: ...
@@ -462,7 +464,7 @@ def _chat(
     if rt.config.capture_content:
         attrs.update(_content_attributes(context, exchanges))
     index = rt.next_call_index()
-    span = rt.tracer.start_span(f"{s.OP_CHAT} {params.model}", attributes=attrs)
+    span = rt.start_span(f"{s.OP_CHAT} {params.model}", attrs)
     for h, text in rt.texts_to_send(blobs).items():  # for receivers far from this log (callctx serve)
         span.add_event(BLOB_EVENT, {"hash": h, "text": text})
     reply: Reply | None = None

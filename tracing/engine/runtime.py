@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -106,6 +107,11 @@ class Runtime:
         """Hex id of the current span, or None outside any span."""
         ctx = trace.get_current_span().get_span_context()
         return format(ctx.span_id, "016x") if ctx.is_valid else None
+
+    def start_span(self, name: str, attributes: dict[str, Any], context: Context | None = None) -> trace.Span:
+        """Start a span of this runtime's tracer with attributes callctx built (a fresh dict of
+        strings and numbers), as a child of ``context``'s span (default: the current one)."""
+        return self.processor.start_span(self.tracer, name, context, attributes)
 
     def view(self, span_id: str) -> TreeView:
         """The call tree ``span_id`` sees, within the tree budget: over it, the oldest finished

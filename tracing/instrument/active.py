@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypedDict, Unpack
 
 from opentelemetry import trace
-from opentelemetry.trace import Tracer
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, Tracer
 
 from callctx.components.inputs import Attachment
 
@@ -48,6 +49,10 @@ class ActiveRuntime(Protocol):
 
     tracer: Tracer
     session_id: str | None
+
+    def start_span(self, name: str, attributes: dict[str, Any], context: Context | None = None) -> Span:
+        """A span of ``tracer`` with attributes callctx built (a fresh dict of strings and numbers)."""
+        ...
 
     def exec(self, prompt: str, **options: Unpack[ExecOptions]) -> Any: ...
 

@@ -199,7 +199,7 @@ def _start(spec: CallSpec, args: tuple[Any, ...], kwargs: dict[str, Any], parent
             return active.fallback.start_span(spec.span_name, context=parent, attributes=attrs)
         if rt.session_id is not None:
             attrs[s.CONVERSATION] = rt.session_id
-        return rt.tracer.start_span(spec.span_name, context=parent, attributes=attrs)
+        return rt.start_span(spec.span_name, attrs, parent)
     except Exception:
         log.exception("callctx: could not start a span for %s; running it untraced", spec.name)
         return None

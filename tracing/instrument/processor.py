@@ -6,15 +6,23 @@ user's hot path, it does as little as possible: build the event, append it to th
 it to the fold, all under the projection's lock so the log's order is the fold's order. A
 buffered log is flushed when a model call starts (before its request is sent) and when it
 ends. Any failure is logged and swallowed; it never reaches the user's function.
+
+Spans callctx itself starts (:meth:`ProjectionProcessor.start_span`) hand their attributes,
+valid by construction, straight to ``on_start`` rather than through the SDK's per-value
+checks, when nothing can tell the difference: the sampler ignores attributes (the SDK's
+default parent-based always-on, or always-on), this processor is the provider's first (no
+processor sees the span before its attributes are in), and no attribute limit applies. Every
+processor's ``on_end``, and every exporter, sees the same attributes either way.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, sampling
 from opentelemetry.trace import SpanKind as ApiSpanKind
 from opentelemetry.trace import StatusCode
 
@@ -43,13 +51,27 @@ def span_attributes(span: ReadableSpan) -> dict[str, Any]:
 
 
 _NONE: dict[str, Any] = {}
+_DELEGATES = ("_root", "_remote_parent_sampled", "_remote_parent_not_sampled", "_local_parent_sampled",
+              "_local_parent_not_sampled")  # fmt: skip
 
 
-def put_attributes(span: Any, attrs: dict[str, Any]) -> None:
+def blind(sampler: object) -> bool:
+    """Does this sampler decide without reading the span's attributes? The SDK's always-on,
+    always-off and trace-id-ratio samplers do, and so does a parent-based one built of them
+    (the SDK's default); any other sampler, a subclass included, is assumed to read them."""
+    if type(sampler) in (sampling.StaticSampler, sampling.TraceIdRatioBased):
+        return True
+    if type(sampler) in (sampling.ParentBased, sampling.ParentBasedTraceIdRatio):
+        return all(type(getattr(sampler, d, None)) in (sampling.StaticSampler, sampling.TraceIdRatioBased)
+                   for d in _DELEGATES)  # fmt: skip
+    return False
+
+
+def put_attributes(span: Any, attrs: dict[str, Any]) -> bool:
     """Set attributes callctx built (strings and numbers: valid by construction, so checked
     once, where they are made) on a running span, straight into its attribute map when the
-    SDK's limits cannot apply to them, else the usual way (validated, and cut to
-    ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``). Every processor's ``on_end`` sees them."""
+    SDK's limits cannot apply to them (``True``), else the usual way (validated, and cut to
+    ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``; ``False``). Every processor's ``on_end`` sees them."""
     bounded = getattr(span, "_attributes", None)
     inner = getattr(bounded, "_dict", None)
     if (
@@ -59,8 +81,9 @@ def put_attributes(span: Any, attrs: dict[str, Any]) -> None:
         and (bounded.maxlen is None or len(inner) + len(attrs) <= bounded.maxlen)  # type: ignore[union-attr]
     ):
         inner.update(attrs)
-    else:
-        span.set_attributes(attrs)
+        return True
+    span.set_attributes(attrs)
+    return False
 
 
 def _resource(span: ReadableSpan) -> dict[str, Any]:
@@ -91,6 +114,26 @@ class ProjectionProcessor(SpanProcessor):
         self._open: dict[int, tuple[str, dict[str, Any]]] = {}
         self._last_trace: tuple[int, str] = (0, "")  # one tuple, so threads never see half of it
         self._closed = False
+        self._handed = threading.local()  # .attrs: the attributes of the span this thread is starting
+        self._blind: tuple[object, bool] = (None, False)  # the last sampler asked about, and the answer
+
+    def start_span(self, tracer: Any, name: str, context: Context | None, attributes: dict[str, Any]) -> Any:
+        """Start a span with attributes callctx built (a fresh dict, strings and numbers only),
+        handing them to :meth:`on_start` directly when nothing can tell (see the module's
+        docstring), else through the SDK as usual. Raises what ``tracer.start_span`` raises."""
+        procs = getattr(getattr(tracer, "span_processor", None), "_span_processors", None)
+        sampler = getattr(tracer, "sampler", None)
+        known = self._blind
+        if known[0] is not sampler:
+            known = self._blind = (sampler, blind(sampler))
+        if self._closed or not procs or procs[0] is not self or not known[1]:
+            return tracer.start_span(name, context=context, attributes=attributes)
+        handed = self._handed
+        handed.attrs = attributes
+        try:
+            return tracer.start_span(name, context=context)
+        finally:
+            handed.attrs = None
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._closed:
@@ -105,7 +148,14 @@ class ProjectionProcessor(SpanProcessor):
             if parent is not None and parent.is_valid:
                 known = self._open.get(parent.span_id)
                 parent_hex = known[0] if known is not None else format(parent.span_id, "016x")
-            attrs = span_attributes(span)
+            handed = self._handed
+            attrs = getattr(handed, "attrs", None)
+            if attrs is not None:
+                handed.attrs = None  # this span's alone: a span started inside on_start gets none
+                if not put_attributes(span, attrs):
+                    attrs = span_attributes(span)  # a limit applied: record what the span holds
+            else:
+                attrs = span_attributes(span)
             self._open[ctx.span_id] = (span_hex, attrs)
             # The process's resource rides on the first span of each trace this process makes.
             resource = _resource(span) if known is None else _NONE
