@@ -43,6 +43,10 @@ Durability contract
   (that record is read).
 * The file is never truncated or rewritten: opening a log changes nothing in it, and the only
   bytes ever overwritten are a writer's own fragment.
+* A writer holds a shared ``flock`` on the file from open to :meth:`EventLog.close` (the kernel
+  drops it when the process dies, however it dies). Readers ask :func:`writers_alive`: a log
+  nobody holds is finished, and its spans that never ended read as ``interrupted``; while a
+  writer holds it they read as ``running``.
 * Several writers, threads or processes, each with its own ``EventLog``, may append to one file
   at the same time: records are whole ``O_APPEND`` writes, so they never interleave within a
   record (on local filesystems; not on NFS). Each writer's records keep their order. When
@@ -53,6 +57,7 @@ Durability contract
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import threading
@@ -101,6 +106,44 @@ class LogError(CallctxError):
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def hold(fd: int, path: Path) -> None:
+    """Take the writer's shared lock on an open log (see the durability contract). A reader's
+    probe holds the exclusive lock for microseconds, so a refusal is retried briefly; a file
+    someone else keeps locked is written all the same, and readers then take it as finished."""
+    for attempt in range(200):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.0005 * (attempt + 1) / 20)
+        except OSError as e:  # a filesystem without flock
+            log.debug("event log %s: no writer's lock (%s)", path, e)
+            return
+    log.warning("event log %s is locked by another program; readers may take it as finished", path)
+
+
+def writers_alive(path: str | os.PathLike[str]) -> bool:
+    """Does a writer (an open :class:`EventLog`, in any process) hold the log at ``path``?
+    ``True`` too when that cannot be told (the file cannot be opened, or has no locks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | _NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def open_private(path: Path, flags: int = 0) -> int:
@@ -181,6 +224,7 @@ class EventLog:
         self._stop = threading.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = open_private(self.path, os.O_APPEND)
+        hold(self._fd, self.path)
         # Does the file end on a line boundary? False: start the next record with a newline;
         # None: not known (after a failed write), look before writing.
         self._at_line_start: bool | None = self._ends_with_newline()

@@ -6,8 +6,10 @@ The public API is the names below; everything else is reached through the subpac
 
 * Instrumenting an agent: :func:`agentic`, :class:`Agent`, :func:`setup` (returns the
   :class:`Runtime`), :func:`carry` (the current call into a thread).
-* Models: :func:`model` (a client from ``provider:model``), :class:`ScriptedModel` (the
-  offline default), :func:`tool_call`.
+* Models: :func:`model` (a client from ``provider:model``; its keyword arguments go to the
+  client), the clients :class:`OpenAIChat`, :class:`OpenAIResponses`,
+  :class:`AnthropicMessages`, :class:`Gemini`, :class:`ScriptedModel` (the offline default),
+  :func:`tool_call`.
 * Errors: :class:`CallctxError` (the base of all), :class:`ModelError`,
   :class:`OutputValidationError`; a reader's ``NotFound`` and ``BadInput`` are in
   :mod:`callctx.errors`.
@@ -24,16 +26,20 @@ from callctx.instrument.decorator import agentic
 from callctx.instrument.threads import carry
 from callctx.projection import Projection
 
-from .models import ScriptedModel, tool_call
+from .models import AnthropicMessages, Gemini, OpenAIChat, OpenAIResponses, ScriptedModel, tool_call
 from .models import resolve as model
 
 __all__ = [
     "Agent",
+    "AnthropicMessages",
     "CallctxError",
     "ContextComponent",
     "Ctx",
     "FileMemory",
+    "Gemini",
     "ModelError",
+    "OpenAIChat",
+    "OpenAIResponses",
     "OutputValidationError",
     "Projection",
     "Registry",

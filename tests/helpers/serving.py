@@ -39,3 +39,29 @@ class FakeStore:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Replier:
+    """A model server that answers every POST with one fixed reply (status, raw body, content
+    type), counting the requests it received."""
+
+    def __init__(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.requests = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fake.requests += 1
+                reply(self, status, body, content_type)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -186,7 +186,7 @@ def test_page_routes_static_files_and_headers(page):
 def test_the_store_follows_a_growing_log(demo_log, tmp_path):
     lines = demo_log.read_bytes().splitlines(keepends=True)
     live = tmp_path / "live.jsonl"
-    store = LocalStore(live)
+    store = LocalStore(live, finished=False)  # written here without a writer's lock: read as live
     views = Views(store)
     assert store.refresh() == 0 and views.state()["calls"] == 0  # no log yet: empty, not an error
     assert not views.state()["exists"]

@@ -55,7 +55,7 @@ def open_log(path: str, err: TextIO) -> LocalStore:
         raise CliError(f"no event log at {p}")
     if p.is_dir():
         raise CliError(f"{p} is a folder, not an event log")
-    store = LocalStore(p, finished=True)
+    store = LocalStore(p)
     try:
         state = store.state()
     except StoreUnavailable as e:

@@ -15,7 +15,7 @@ from callctx.components.tokens import counter as tokens_for
 from callctx.projection.calls import ModelCall
 from callctx.projection.errors import NotFound
 from callctx.store.contexts import Rebuilt, Unrebuildable, rebuild, reconstruct, request_in
-from callctx.store.model import Store
+from callctx.store.model import MAX_LIMIT, Store
 
 from .common import EXIT_MISMATCH, EXIT_OK, CliError, add_source, every_call, holds, open_source, pick, source_name
 from .display import format_context, format_reconstructed, share_cacheable, tree_of
@@ -35,8 +35,8 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not state.calls:
             out.write(f"{source_name(args)} records no model calls ({holds(state)})\n")
             return EXIT_OK
-        head = (f"{'#':>4}  {'function':<22} {'model':<22} {'tokens':>7} {'input':>7} {'output':>6} {'read':>6} "
-                f"{'cacheable':>9}")  # fmt: skip
+        head = (f"{'#':>4}  {'span' + ' ' * 13 if args.wide else ''}{'function':<22} {'model':<22} {'tokens':>7} "
+                f"{'input':>7} {'output':>6} {'read':>6} {'cacheable':>9}")  # fmt: skip
         out.write(f"{head}  {'status':<11} call path\n")
         for c in every_call(store):
             tokens: int | None = None
@@ -54,8 +54,9 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 cacheable = "(span)"  # another instrumentation's call: read from its span, not rebuilt
             name = c.function or "turn"
             u = c.usage
+            span = f"{c.span_id:<16} " if args.wide else ""
             out.write(
-                f"{c.index:>4}  {name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(u.input):>7} "
+                f"{c.index:>4}  {span}{name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(u.input):>7} "
                 f"{_n(u.output):>6} {_n(u.cache_read):>6} {cacheable:>9}  {c.status:<11} {c.call_path or ''}\n"
             )
         out.write(
@@ -71,6 +72,13 @@ def _n(value: int | None) -> str:
 
 def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_source(args, err) as store:
+        if args.final and args.span is None:
+            if args.at is not None:
+                text = store.span_tree(pick(store, args.at, source_name(args)).span_id, final=True)
+                out.write(text or "(an empty tree)\n")
+            else:
+                _final_trees(store, out)
+            return EXIT_OK
         if args.span is not None:
             try:
                 text = store.span_tree(args.span, final=args.final)
@@ -88,6 +96,23 @@ def cmd_tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tree = tree_of(rebuilt(store, call).context)
         out.write(tree if tree else "(no call tree: a top-level turn with no history)\n")
     return EXIT_OK
+
+
+def _final_trees(store: Store, out: TextIO) -> None:
+    """Every tree of the source as it ends, seen from each of its root calls."""
+    offset = 0
+    while True:
+        page = store.trees(offset=offset, limit=MAX_LIMIT)
+        if not page.total:
+            out.write("(no call trees)\n")
+        for row in page.items:
+            if page.total > 1:
+                out.write(f"# {row.kind} {row.key}\n")
+            for root in store.spans(row.key, limit=MAX_LIMIT).items:
+                out.write(store.span_tree(root.span_id, final=True) or f"(span {root.span_id}: no call tree)\n")
+        offset += len(page.items)
+        if not page.items or offset >= page.total:
+            return
 
 
 def cmd_context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -125,13 +150,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     """The calls, tree, context commands."""
     p = sub.add_parser("calls", help="list every model call of an event log")
     add_source(p)
+    p.add_argument("--wide", action="store_true", help="also each call's span id (for tree --span)")
     p.set_defaults(run=cmd_calls)
     p = sub.add_parser("tree", help="the call tree model call N (or span ID) saw")
     add_source(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--at", type=int, metavar="N", help="the tree model call N was sent")
     which.add_argument("--span", metavar="ID", help="the tree as span ID saw it when it started")
-    p.add_argument("--final", action="store_true", help="with --span: the tree as the log ends, not as the span saw it")
+    p.add_argument(
+        "--final",
+        action="store_true",
+        help="the tree as the log ends, not as a call saw it: of span ID, of call N's span, or alone every tree's",
+    )
     p.set_defaults(run=cmd_tree)
     p = sub.add_parser("context", help="rebuild and verify the exact request of call N")
     add_source(p)

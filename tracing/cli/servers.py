@@ -59,11 +59,15 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     grpc_server = None
     if args.grpc_port >= 0:
         try:
+            if args.grpc_port:
+                _check_free(args.host, args.grpc_port)  # gRPC's own failure is a log line of its C core, then ours
             grpc_server = serve_grpc(rx, args.host, args.grpc_port, max_concurrent_rpcs=args.max_connections)
         except (OSError, RuntimeError) as e:
             http.shutdown()
             rx.close()
-            raise CliError(f"cannot listen for OTLP/gRPC on {args.host}:{args.grpc_port}: {e}") from None
+            raise CliError(
+                f"cannot listen for OTLP/gRPC on {args.host}:{args.grpc_port}: {getattr(e, 'strerror', None) or e}"
+            ) from None
         out.write(f"callctx serve: OTLP/gRPC on {args.host}:{grpc_server.port}\n")
     if isinstance(rx, TableReceiver):
         answered = f"the spool {rx.spool}" if rx.spool is not None else "the table"
@@ -82,6 +86,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rx.close()
     out.write("callctx serve: stopped\n")
     return EXIT_OK
+
+
+def _check_free(host: str, port: int) -> None:
+    """``OSError`` when ``host:port`` cannot be listened on (another process holds it)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socket.create_server((host, port), family=family).close()
 
 
 def cmd_ui(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

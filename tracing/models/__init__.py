@@ -1,8 +1,10 @@
 """Model clients: the offline scripted model (the default) and the providers' official SDKs.
 
 Which client a ``provider:model`` spec names is the provider table's
-(``callctx.components.providers``); a client's module is imported when a spec first names it,
-so an SDK that is not installed costs nothing until it is asked for.
+(``callctx.components.providers``). The clients are importable from here and from
+``callctx``: :class:`OpenAIChat`, :class:`OpenAIResponses`, :class:`AnthropicMessages`,
+:class:`Gemini`. Each imports its SDK only when it builds its client, so an SDK that is not
+installed costs nothing until it is asked for.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from typing import Any
 
 from callctx.components import providers
 
+from .anthropic import AnthropicMessages
 from .base import AsyncModel, AsyncStreamingModel, Model, ModelError, ModelRequest, Reply, StreamingModel, Usage
+from .gemini import Gemini
+from .openai import OpenAIChat, OpenAIResponses
 from .scripted import ScriptedModel, tool_call
 
 PROVIDERS = providers.NAMES
@@ -46,11 +51,15 @@ def resolve(spec: str | Model | None, **options: Any) -> Model:
 
 
 __all__ = [
+    "AnthropicMessages",
     "AsyncModel",
     "AsyncStreamingModel",
+    "Gemini",
     "Model",
     "ModelError",
     "ModelRequest",
+    "OpenAIChat",
+    "OpenAIResponses",
     "Reply",
     "ScriptedModel",
     "StreamingModel",

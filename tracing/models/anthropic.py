@@ -7,7 +7,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
+from .base import ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, read_reply
 
 
 class AnthropicMessages(SdkModel, StreamingModel):
@@ -15,6 +15,12 @@ class AnthropicMessages(SdkModel, StreamingModel):
 
     wire = "anthropic"
     provider = "anthropic"
+    default_endpoint = "https://api.anthropic.com"
+
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        import anthropic
+
+        return (anthropic.APIError,)
 
     def __init__(self, model: str, *, max_tokens: int = 4096, **options: Any) -> None:
         super().__init__(model, max_tokens=max_tokens, **options)
@@ -28,38 +34,20 @@ class AnthropicMessages(SdkModel, StreamingModel):
         return sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
     def complete(self, request: ModelRequest) -> Reply:
-        import anthropic
-
-        try:
-            r = self.client.messages.create(**request.body)
-        except anthropic.APIError as e:
-            status = getattr(e, "status_code", None)
-            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, self.client.messages.create(**request.body))
 
     async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
-        import anthropic
-
-        try:
-            r = await client.messages.create(**request.body)
-        except anthropic.APIError as e:
-            status = getattr(e, "status_code", None)
-            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, await client.messages.create(**request.body))
 
     def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
         """The reply, its text handed to ``on_text`` as the deltas arrive."""
-        import anthropic
-
-        try:
-            with self.client.messages.stream(**request.body) as events:
-                for text in events.text_stream:
-                    on_text(text)
-                final = events.get_final_message()
-        except anthropic.APIError as e:
-            status = getattr(e, "status_code", None)
-            raise ModelError("anthropic", str(e), status=status, retryable=retryable(status)) from e
-        return self._reply(final)
+        on_text = self.passing(on_text)
+        with self.calling(), self.client.messages.stream(**request.body) as events:
+            for text in events.text_stream:
+                on_text(text)
+            return self._reply(events.get_final_message())
 
     @staticmethod
     def _reply(r: Any) -> Reply:

@@ -7,15 +7,19 @@ of them a model implements and falls back to the ones it has (a model that canno
 delivers its whole text at once; a blocking one runs in a thread under ``aexec``). The
 clients name the protocols they implement among their bases.
 
-Errors: a client raises :class:`ModelError` for a provider's refusal or failure, with the
-HTTP status and whether a retry may help.
+Errors: a client raises :class:`ModelError` for every failure of a provider call, whatever its
+shape (a refusal, a transport error, a reply that cannot be read, such as a 200 whose body is
+not JSON), naming the provider, the model and the endpoint, with a one-line reason, the HTTP
+status when there was one, and whether a retry may help. Only the caller's own callback
+(``on_text``) raises through unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -46,13 +50,59 @@ class ModelRequest:
 
 
 class ModelError(CallctxError, RuntimeError):
-    """The provider refused or failed. ``status`` is the HTTP status when there was one."""
+    """The provider refused or failed: ``"provider model at endpoint: reason"``. ``status`` is
+    the HTTP status when there was one; ``retryable`` whether a retry may help."""
 
-    def __init__(self, provider: str, message: str, *, status: int | None = None, retryable: bool = False):
-        super().__init__(f"{provider}: {message}")
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        model: str | None = None,
+        endpoint: str | None = None,
+    ):
+        where = (f" {model}" if model else "") + (f" at {endpoint}" if endpoint else "")
+        super().__init__(f"{provider}{where}: {message}")
         self.provider = provider
+        self.model = model
+        self.endpoint = endpoint
         self.status = status
         self.retryable = retryable
+
+
+REASON_CHARS = 300  # a reason is one line, cut here
+
+
+def one_line(text: str) -> str:
+    """The first non-blank line of ``text``, cut to ``REASON_CHARS``."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
+
+
+class Unreadable(Exception):
+    """The server answered, but not with what the API returns (its message is the reason)."""
+
+
+def read_reply(parse: Callable[[Any], Reply], answer: Any) -> Reply:
+    """``parse(answer)``, or :class:`Unreadable` when the answer is not the API's: the SDKs
+    hand over a body that is not JSON as text, and one of the wrong shape as an object that
+    lacks what ``parse`` reads."""
+    if isinstance(answer, (str, bytes)):
+        text = answer if isinstance(answer, str) else answer.decode("utf-8", "replace")
+        raise Unreadable(f"the reply is not JSON: {one_line(text)[:80]!r}")
+    try:
+        return parse(answer)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+        raise Unreadable(f"the reply is not an API answer ({type(e).__name__}: {one_line(str(e))})") from e
+
+
+class _CallbackFailed(Exception):
+    """Carries the caller's own exception out of a provider call unchanged."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 @runtime_checkable
@@ -111,6 +161,7 @@ class SdkModel(AsyncModel):
 
     wire: str
     provider: str
+    default_endpoint = ""  # where the SDK sends requests when no base_url is given
 
     def __init__(
         self,
@@ -133,6 +184,63 @@ class SdkModel(AsyncModel):
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         raise TypeError(f"{type(self).__name__} needs client= or a connect() of its own")
+
+    # ---- failures --------------------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        """The server this model's requests go to."""
+        given = self._options[1] or getattr(self.client, "base_url", None)
+        return str(given or self.default_endpoint).rstrip("/")
+
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's own error classes (a refusal or a transport failure it reports)."""
+        return ()
+
+    def status_of(self, error: BaseException) -> int | None:
+        """The HTTP status an SDK error carries (``status_code`` for most SDKs)."""
+        status = getattr(error, "status_code", None)
+        return status if isinstance(status, int) else None
+
+    def failure(self, error: BaseException) -> ModelError:
+        """Any exception of a provider call as a :class:`ModelError`."""
+        status = self.status_of(error)
+        name = type(error).__name__
+        if status is not None or isinstance(error, self.api_errors()):
+            reason, may_retry = one_line(str(error)) or name, retryable(status)
+        elif type(error).__module__.startswith(("httpx", "httpcore")) or isinstance(error, OSError):
+            reason, may_retry = f"the server could not be reached ({name}: {one_line(str(error))})", True
+        elif isinstance(error, Unreadable):
+            reason, may_retry = str(error), False
+        else:  # raised inside the SDK (its own checks, a reply it could not parse)
+            reason, may_retry = f"{name}: {one_line(str(error)) or 'no message'}", False
+        return ModelError(
+            self.provider, reason, status=status, retryable=may_retry, model=self.params.model, endpoint=self.endpoint
+        )
+
+    @contextmanager
+    def calling(self) -> Iterator[None]:
+        """Around a provider call and the reading of its reply: any exception but the caller's
+        own (from a callback wrapped by :meth:`passing`) leaves as a :class:`ModelError`."""
+        try:
+            yield
+        except _CallbackFailed as e:
+            raise e.error from None
+        except ModelError:
+            raise
+        except Exception as e:
+            raise self.failure(e) from e
+
+    @staticmethod
+    def passing(callback: Callable[[str], Any]) -> Callable[[str], Any]:
+        """``callback`` whose exceptions :meth:`calling` lets through unchanged."""
+
+        def call(text: str) -> Any:
+            try:
+                return callback(text)
+            except Exception as e:
+                raise _CallbackFailed(e) from e
+
+        return call
 
     def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         """The SDK's async client (None: this provider has none; ``aexec`` then runs the blocking

@@ -11,19 +11,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
-
-
-def _error(e: Exception) -> Exception:
-    """A Gemini SDK failure as a ModelError (the SDK lets transport errors through unwrapped)."""
-    from google.genai import errors
-
-    if isinstance(e, errors.APIError):
-        code = getattr(e, "code", None)
-        return ModelError("gemini", str(e), status=code, retryable=retryable(code))
-    if type(e).__module__.startswith(("httpx", "httpcore")):
-        return ModelError("gemini", f"{type(e).__name__}: {e}", retryable=True)
-    return e
+from .base import ModelRequest, Reply, SdkModel, StreamingModel, Unreadable, Usage, import_sdk, read_reply
 
 
 def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
@@ -42,11 +30,21 @@ def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
     return {"contents": body["contents"], "config": config}
 
 
+def _answered(r: Any) -> Any:
+    """A whole reply, which has candidates (none: the prompt was blocked, or this is not a reply)."""
+    if not getattr(r, "candidates", None):
+        feedback = getattr(r, "prompt_feedback", None)
+        blocked = getattr(feedback, "block_reason", None)
+        raise Unreadable(f"the prompt was blocked ({blocked})" if blocked else "the reply has no candidates")
+    return r
+
+
 class Gemini(SdkModel, StreamingModel):
     """generate_content and its stream, and their async forms through the client's ``aio`` side."""
 
     wire = "gemini"
     provider = "gcp.gemini"
+    default_endpoint = "https://generativelanguage.googleapis.com"
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         import_sdk("google.genai", "gemini")
@@ -60,26 +58,39 @@ class Gemini(SdkModel, StreamingModel):
         )
         return genai.Client(api_key=api_key, http_options=options)
 
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        from google.genai import errors
+
+        return (errors.APIError,)
+
+    @property
+    def endpoint(self) -> str:
+        options = getattr(getattr(self.client, "_api_client", None), "_http_options", None)
+        given = self._options[1] or getattr(options, "base_url", None)
+        return str(given or self.default_endpoint).rstrip("/")
+
+    def status_of(self, error: BaseException) -> int | None:
+        """The Gemini SDK's errors carry the HTTP status as ``code``."""
+        code = getattr(error, "code", None)
+        return code if isinstance(code, int) and isinstance(error, self.api_errors()) else None
+
     def complete(self, request: ModelRequest) -> Reply:
-        try:
+        with self.calling():
             r = self.client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
-        except Exception as e:
-            raise _error(e) from e
-        return self._reply(r)
+            return read_reply(self._reply, _answered(r))
 
     async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
-        try:
+        with self.calling():
             r = await client.models.generate_content(model=self.params.model, **sdk_arguments(request.body))
-        except Exception as e:
-            raise _error(e) from e
-        return self._reply(r)
+            return read_reply(self._reply, _answered(r))
 
     def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
         """The reply, its text handed to ``on_text`` as the chunks arrive."""
         texts: list[str] = []
         calls: list[ToolCall] = []
         last = None
-        try:
+        on_text = self.passing(on_text)
+        with self.calling():
             for chunk in self.client.models.generate_content_stream(
                 model=self.params.model, **sdk_arguments(request.body)
             ):
@@ -89,12 +100,7 @@ class Gemini(SdkModel, StreamingModel):
                     texts.append(reply.text)
                     on_text(reply.text)
                 calls.extend(reply.tool_calls)
-        except Exception as e:
-            mapped = _error(e)
-            if mapped is e:
-                raise
-            raise mapped from e
-        end = self._reply(last) if last is not None else Reply(None)
+            end = self._reply(last) if last is not None else Reply(None)
         numbered = [ToolCall(id=f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
         return Reply("".join(texts) if texts else None, numbered, end.usage, end.model, end.finish)
 

@@ -13,18 +13,19 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelError, ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, retryable
-
-
-def _error(e: Exception) -> ModelError:
-    status = getattr(e, "status_code", None)
-    return ModelError("openai", str(e), status=status, retryable=retryable(status))
+from .base import ModelRequest, Reply, SdkModel, StreamingModel, Unreadable, Usage, import_sdk, read_reply
 
 
 class _OpenAI(SdkModel):
     """What both OpenAI APIs share: the client."""
 
     provider = "openai"
+    default_endpoint = "https://api.openai.com/v1"
+
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        import openai
+
+        return (openai.APIError,)
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         sdk = import_sdk("openai", "openai")
@@ -41,35 +42,25 @@ class OpenAIChat(_OpenAI, StreamingModel):
     wire = "openai-chat"
 
     def complete(self, request: ModelRequest) -> Reply:
-        import openai
-
-        try:
-            r = self.client.chat.completions.create(**request.body)
-        except openai.APIError as e:
-            raise _error(e) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, self.client.chat.completions.create(**request.body))
 
     async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
-        import openai
-
-        try:
-            r = await client.chat.completions.create(**request.body)
-        except openai.APIError as e:
-            raise _error(e) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, await client.chat.completions.create(**request.body))
 
     def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
         """The reply, its text handed to ``on_text`` as the deltas arrive (the request sent is
         the recorded one, plus the SDK's own streaming flags)."""
-        import openai
-
-        try:
+        on_text = self.passing(on_text)
+        with self.calling():
             chunks = self.client.chat.completions.create(
                 **request.body, stream=True, stream_options={"include_usage": True}
             )
             text: list[str] = []
             calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
             usage, model, finish = None, None, None
+            chunk = None
             for chunk in chunks:
                 model = chunk.model or model
                 usage = chunk.usage or usage
@@ -85,10 +76,10 @@ class OpenAIChat(_OpenAI, StreamingModel):
                             entry[1] += tc.function.name or ""
                             entry[2] += tc.function.arguments or ""
                     finish = choice.finish_reason or finish
-        except openai.APIError as e:
-            raise _error(e) from e
-        tool_calls = [ToolCall(id=i, name=n, arguments=_args(a)) for i, n, a in (calls[k] for k in sorted(calls))]
-        return Reply("".join(text) if text else None, tool_calls, _chat_usage(usage), model, finish)
+            if chunk is None:
+                raise Unreadable("the stream ended before its first chunk")
+            tool_calls = [ToolCall(id=i, name=n, arguments=_args(a)) for i, n, a in (calls[k] for k in sorted(calls))]
+            return Reply("".join(text) if text else None, tool_calls, _chat_usage(usage), model, finish)
 
     @staticmethod
     def _reply(r: Any) -> Reply:
@@ -119,36 +110,21 @@ class OpenAIResponses(_OpenAI, StreamingModel):
     wire = "openai-responses"
 
     def complete(self, request: ModelRequest) -> Reply:
-        import openai
-
-        try:
-            r = self.client.responses.create(**request.body)
-        except openai.APIError as e:
-            raise _error(e) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, self.client.responses.create(**request.body))
 
     async def acomplete_with(self, client: Any, request: ModelRequest) -> Reply:
-        import openai
-
-        try:
-            r = await client.responses.create(**request.body)
-        except openai.APIError as e:
-            raise _error(e) from e
-        return self._reply(r)
+        with self.calling():
+            return read_reply(self._reply, await client.responses.create(**request.body))
 
     def stream(self, request: ModelRequest, on_text: Callable[[str], Any]) -> Reply:
         """The reply, its text handed to ``on_text`` as the deltas arrive."""
-        import openai
-
-        try:
-            with self.client.responses.stream(**request.body) as events:
-                for event in events:
-                    if getattr(event, "type", "") == "response.output_text.delta":
-                        on_text(event.delta)
-                final = events.get_final_response()
-        except openai.APIError as e:
-            raise _error(e) from e
-        return self._reply(final)
+        on_text = self.passing(on_text)
+        with self.calling(), self.client.responses.stream(**request.body) as events:
+            for event in events:
+                if getattr(event, "type", "") == "response.output_text.delta":
+                    on_text(event.delta)
+            return self._reply(events.get_final_response())
 
     @staticmethod
     def _reply(r: Any) -> Reply:

@@ -34,7 +34,7 @@ from callctx.projection.calls import ModelCall, RunStatus, Usage
 from callctx.projection.errors import NotFound
 from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.fold import Projection
-from callctx.projection.log import Damage, LogError
+from callctx.projection.log import Damage, LogError, writers_alive
 from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_ranges
 from callctx.projection.render import View
 
@@ -70,28 +70,32 @@ class LocalStore:
     """The read model over one event log (see the module docstring).
 
     ``index``: a file for the index (kept between runs), or None to keep it in memory.
-    ``finished``: the log is complete (no writer will add to it): spans that never ended read
-    as ``interrupted``, in listings and trees; otherwise as ``running``."""
+    ``finished``: ``True``, the log is complete (no writer will add to it): spans that never
+    ended read as ``interrupted``, in listings and trees; ``False``, they read as ``running``;
+    ``None`` (the default), the log is complete once no writer holds it (an open
+    :class:`~callctx.projection.log.EventLog`, in any process: see its durability contract),
+    asked at each refresh; the cursor moves when the answer changes."""
 
     def __init__(
         self,
         log_path: str | os.PathLike[str],
         *,
         index: str | os.PathLike[str] | None = None,
-        finished: bool = False,
+        finished: bool | None = None,
         max_trees: int = DEFAULT_MAX_TREES,
         max_tree_spans: int = DEFAULT_MAX_TREE_SPANS,
         ttl: float | None = None,
     ) -> None:
         self.path = Path(log_path)
-        self.finished = finished
+        self._given_finished = finished
+        self.finished = bool(finished)
         self.max_trees = max_trees
         self.max_tree_spans = max_tree_spans
         self.index = Index(index, read_back=self._read_back)
         offset, line, identity = self.index.position()
         self._tail = LogTail(self.path, offset=offset, line=line, identity=identity)
         self._refreshing = threading.Lock()
-        self._replaced = 0
+        self._epoch = 0  # bumped when the log is replaced or becomes finished: the cursor moves
         self._folded: OrderedDict[str, tuple[tuple[int, int], Projection, int]] = OrderedDict()
         self._folded_spans = 0
         self._fold_lock = threading.Lock()
@@ -108,7 +112,7 @@ class LocalStore:
             first = True
             for block in blocks:
                 if first and tail.replaced:
-                    self._replaced += 1
+                    self._epoch += 1
                     self.index.reset()
                     self._forget_folds()
                 first = False
@@ -117,10 +121,21 @@ class LocalStore:
                 except Exception:  # noqa: BLE001 - the log has the records; the index must go on
                     self._add_one_by_one(block)
             if first and tail.replaced:
-                self._replaced += 1
+                self._epoch += 1
                 self.index.reset()
                 self._forget_folds()
+            if self._given_finished is None:
+                self._ask_writers()
             return self._cursor()
+
+    def _ask_writers(self) -> None:
+        """Is the log finished now (it exists and no writer holds it)? A change moves the cursor
+        and drops the folded trees, so every reader sees the new statuses."""
+        finished = self.path.exists() and not writers_alive(self.path)
+        if finished != self.finished:
+            self.finished = finished
+            self._epoch += 1
+            self._forget_folds()
 
     def _add_one_by_one(self, block: Sequence[Located]) -> None:
         """A block the index refused: each record again on its own, so that only the ones it
@@ -139,7 +154,7 @@ class LocalStore:
                       len(refused), self.path, refused[0])  # fmt: skip
 
     def _cursor(self) -> int:
-        return (self._replaced << 48) + self._tail.offset
+        return (self._epoch << 48) + self._tail.offset
 
     def follow(self, every: float = 0.25) -> None:
         """Keep the index and the cache ledger up to date in a background thread, looking at
