@@ -101,6 +101,9 @@ _HAS_DIR_FD = all(f in os.supports_dir_fd for f in _AT_FUNCS) and hasattr(os, "O
 _PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+_texts: dict[tuple[str, int, int, int, int], str] = {}  # by (path, device, inode, size, mtime)
+
+
 @dataclass
 class FileMemory:
     """Memory kept as Markdown files: ``core.md`` (the resident summary), ``notes/*.md``
@@ -154,6 +157,31 @@ class FileMemory:
         return real
 
     def _read(self, relative: str) -> str:
+        parts = relative.split(os.sep)
+        if len(parts) <= 2 and all(p not in ("", ".", "..") for p in parts):
+            # The usual case costs an lstat or two: a regular file (not a link) in the memory
+            # folder (resolved when the memory was made), or in a real folder (not a link) of
+            # it, is inside it; its text is the one read before while it is the same file,
+            # unchanged.
+            path = os.path.join(self.workspace, relative)
+            try:
+                folder_ok = len(parts) == 1 or stat.S_ISDIR(os.lstat(os.path.dirname(path)).st_mode)
+                st = os.lstat(path) if folder_ok else None
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode):
+                key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                text = _texts.get(key)
+                if text is None:
+                    text = self._read_checked(relative)
+                    if len(_texts) > 256:
+                        _texts.clear()
+                    _texts[key] = text
+                return text
+        return self._read_checked(relative)
+
+    def _read_checked(self, relative: str) -> str:
+        """Every check, links resolved: where the file really is, what it is, and its text."""
         real = self._path(relative)
         try:
             fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))

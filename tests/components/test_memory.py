@@ -124,3 +124,42 @@ def test_a_fifo_in_the_memory_folder_is_not_read(tmp_path):
     os.mkfifo(mem / "core.md")  # reading it would block forever
     context = assemble(base_ctx(memory=FileMemory(mem)))
     assert "could not be read" in context.segment("memory_global").text
+
+
+def test_a_memory_file_read_again_is_the_file_as_it_is_now(tmp_path):
+    """Reads of an unchanged file are reused; a rewrite (even to the same size) or a link put
+    in its place is seen at the next read."""
+    import os
+
+    import pytest
+
+    from callctx.components.memory_store import MemoryAccessError
+
+    mem, secret = _outside(tmp_path)
+    core = mem / "core.md"
+    core.write_text("- the user likes tea\n")
+    m = FileMemory(mem)
+    assert m.core() == "- the user likes tea"
+    assert m.core() == "- the user likes tea"
+    core.write_text("- the user likes tee\n")  # same size
+    st = core.stat()
+    os.utime(core, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert m.core() == "- the user likes tee"
+    core.unlink()
+    assert m.core() == ""
+    core.symlink_to(secret)
+    with pytest.raises(MemoryAccessError, match="outside the memory folder"):
+        m.core()
+
+
+def test_a_notes_folder_swapped_for_a_link_is_refused_after_reads(tmp_path, caplog):
+    mem, secret = _outside(tmp_path)
+    (mem / "notes" / "coffee.md").write_text("The user likes coffee beans.\n")
+    m = FileMemory(mem)
+    assert m.recall("coffee beans") == ["(coffee.md) The user likes coffee beans."]
+    (mem / "notes" / "coffee.md").unlink()
+    (mem / "notes").rmdir()
+    (mem / "notes").symlink_to(secret.parent)
+    (secret.parent / "coffee.md").write_text("TOP SECRET coffee beans\n")
+    assert m.recall("coffee beans") == []
+    assert "outside the memory folder" in caplog.text
