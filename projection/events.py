@@ -98,9 +98,13 @@ class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, fr
 
 def error_text(description: str | None, events: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:
     """The one-line reason a failed span's :class:`SpanEnded` carries: its status description,
-    else its last recorded exception (``type: message``). ``events`` are (name, attributes) pairs."""
-    if description:
-        return description
+    else its last recorded exception (``type: message``), never with a colon and nothing after
+    it. ``events`` are (name, attributes) pairs."""
+    text = description.strip() if description else ""
+    if text.endswith(":"):  # the SDK's "Type: message" for an exception without a message
+        text = text[:-1].rstrip()
+    if text:
+        return text
     for name, attributes in reversed(list(events)):
         if name == "exception":
             a = attributes or {}

@@ -110,6 +110,34 @@ def test_threads_without_carry_start_their_own_trees(runtime):
     assert parse(text)[0]["function"] == "lonely"  # no context in the thread: a new root
 
 
+def test_a_thread_without_carry_is_named_once(runtime, caplog, monkeypatch):
+    from callctx.instrument import threads
+
+    monkeypatch.setattr(threads, "_warned", False)
+
+    @agentic
+    def lonely() -> str:
+        return "alone"
+
+    @agentic
+    def parent(carried: bool) -> list[str]:
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            return [ex.submit(carry(lonely) if carried else lonely).result() for _ in range(3)]
+
+    def alone_in_a_thread() -> str:  # no call is running anywhere: a thread's own root is fine
+        return lonely()
+
+    with caplog.at_level("WARNING", logger="callctx.instrument.threads"):
+        with ThreadPoolExecutor(max_workers=1) as ex:
+            assert ex.submit(alone_in_a_thread).result() == "alone"
+        assert parent(True) == ["alone"] * 3
+        assert not caplog.records
+        assert parent(False) == ["alone"] * 3
+        lonely()  # in the main thread, with nothing around it: no warning either
+    (record,) = caplog.records
+    assert "'invoke_agent lonely'" in record.getMessage() and "callctx.carry(fn)" in record.getMessage()
+
+
 def test_asyncio_to_thread_carries_the_call(runtime):
     @agentic
     def blocking(n: int = 1) -> str:

@@ -31,9 +31,9 @@ from callctx.ui.server import serve_page
 from callctx.ui.views import first_difference
 
 
-def get(port, path, headers=None):
+def get(port, path, headers=None, method="GET"):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", path, headers=headers or {})
+    conn.request(method, path, headers=headers or {})
     resp = conn.getresponse()
     body = resp.read()
     conn.close()
@@ -181,6 +181,24 @@ def test_page_routes_static_files_and_headers(page):
     assert status == 200 and headers["Content-Type"].startswith("text/javascript")
     for bad in ("/ui/static/..%2f..%2fcli.py", "/ui/static/.hidden", "/ui/static/nope.js", "/ui/nope/1/2"):
         assert get(port, bad)[0] == 404
+
+
+def test_head_answers_what_get_would_without_the_body(page, demo_log, tmp_path):
+    _, port = page
+    rx = Receiver(tmp_path / "serve.jsonl")
+    server = serve_http(rx, "127.0.0.1", 0)
+    try:
+        for p, path in ((port, "/ui/"), (port, "/ui/static/app.js"), (server.server_port, "/ui/"),
+                        (server.server_port, "/health")):  # fmt: skip
+            got, got_headers, got_body = get(p, path)
+            status, headers, body = get(p, path, method="HEAD")
+            assert status == got == 200 and body == b"" and got_body
+            assert headers["Content-Length"] == str(len(got_body))
+            assert headers["Content-Type"] == got_headers["Content-Type"]
+        assert get(port, "/ui/nope/1/2", method="HEAD")[:3:2] == (404, b"")
+    finally:
+        server.shutdown()
+        rx.close()
 
 
 def test_the_store_follows_a_growing_log(demo_log, tmp_path):

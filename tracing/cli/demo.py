@@ -28,7 +28,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         log_path.unlink()
     model = resolve(args.model) if args.model else None
     workspace, memory = demo_workspace(folder, scale=args.scale)
-    rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS)
+    rt = setup(log_path, model=model, session_id="demo", workspace=workspace, memory=memory, skills=SKILLS,
+               service_name="callctx-demo")  # fmt: skip
     otlp = OtlpJsonFile(folder / "trace.otlp.json")
     rt.provider.add_span_processor(SimpleSpanProcessor(ShapingExporter(otlp)))  # what leaves is shaped
     rt.send_texts = True  # the OTLP file carries what each call was sent, like an exporter would

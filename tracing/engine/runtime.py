@@ -46,6 +46,7 @@ from callctx.export import otel
 from callctx.export.shaping import Shaper, ShapingExporter, ShapingProcessor
 from callctx.instrument import active
 from callctx.instrument.processor import ProjectionProcessor
+from callctx.instrument.threads import check_uncarried
 from callctx.models import Model, resolve
 from callctx.projection import Projection, TreeView
 from callctx.projection.fold import DEFAULT_OUTPUT_LIMIT
@@ -111,6 +112,7 @@ class Runtime:
     def start_span(self, name: str, attributes: dict[str, Any], context: Context | None = None) -> trace.Span:
         """Start a span of this runtime's tracer with attributes callctx built (a fresh dict of
         strings and numbers), as a child of ``context``'s span (default: the current one)."""
+        check_uncarried(name, context, self.processor.running)
         return self.processor.start_span(self.tracer, name, context, attributes)
 
     def view(self, span_id: str) -> TreeView:
@@ -318,13 +320,16 @@ def setup(
     output_limit: int | None = DEFAULT_OUTPUT_LIMIT,
     disable_plugins: Sequence[str] = (),
     exporters: Sequence[SpanExporter] = (),
+    service_name: str | None = None,
 ) -> Runtime:
     """Start recording agentic calls; returns the active :class:`Runtime`.
 
     ``log_path`` (default ``$CALLCTX_LOG``, else no log) is the append-only event log the
     tree and every model call can be rebuilt from. ``model``: a client or ``provider:model``
     (default: the offline scripted model). ``provider``: the TracerProvider to join; by
-    default the global one when it is an SDK provider, else a new one that becomes global.
+    default the global one when it is an SDK provider, else a new one that becomes global;
+    ``service_name`` names the service on a provider callctx creates, unless
+    ``OTEL_SERVICE_NAME`` (or ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``) names it.
     ``endpoint`` (or ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``) adds a batch OTLP exporter
     (``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` or ``grpc``); the program waits at
     most ``exit_timeout`` seconds for it at exit; ``shape`` redacts secrets and bounds sizes
@@ -351,7 +356,7 @@ def setup(
     projection.source = path
     processor = ProjectionProcessor(projection, event_log)
 
-    provider, owns = _provider(provider)
+    provider, owns = _provider(provider, service_name)
     shaper = shape if isinstance(shape, Shaper) else (Shaper() if shape else None)
     if not owns and shaper is not None:
         _shape_joined(provider, shaper)
@@ -421,15 +426,16 @@ def _listed(servers: Sequence[Any]) -> list[Tool]:
     return sorted(out, key=lambda t: t.name)
 
 
-def _provider(given: TracerProvider | None) -> tuple[TracerProvider, bool]:
+def _provider(given: TracerProvider | None, service_name: str | None) -> tuple[TracerProvider, bool]:
     """The provider to add the projection to, and whether callctx created it: the one given,
-    else the global SDK provider (unless it is one of ours), else a new one made global."""
+    else the global SDK provider (unless it is one of ours), else a new one made global
+    (named ``service_name`` unless the environment names the service)."""
     if given is not None:
         return given, False
     current = trace.get_tracer_provider()
     if isinstance(current, TracerProvider) and not otel.owned(current):
         return current, False
-    provider = otel.new_provider()
+    provider = otel.new_provider(service_name)
     if not isinstance(current, TracerProvider):
         trace.set_tracer_provider(provider)
     return provider, True

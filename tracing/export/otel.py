@@ -24,11 +24,16 @@ log = logging.getLogger(__name__)
 _owned: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 
 
-def new_provider() -> TracerProvider:
-    """A provider of our own (remembered, so a later ``setup()`` does not join it)."""
-    from opentelemetry.sdk.resources import Resource
+def new_provider(service_name: str | None = None) -> TracerProvider:
+    """A provider of our own (remembered, so a later ``setup()`` does not join it).
+    ``service_name`` names the service when the environment does not (``OTEL_SERVICE_NAME``,
+    or ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``, win)."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
-    provider = TracerProvider(resource=Resource.create(), shutdown_on_exit=False)
+    resource = Resource.create()
+    if service_name and str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: service_name}))
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     _owned.add(provider)
     return provider
 

@@ -135,6 +135,11 @@ class ProjectionProcessor(SpanProcessor):
         finally:
             handed.attrs = None
 
+    @property
+    def running(self) -> int:
+        """How many spans are open (started and not yet ended)."""
+        return len(self._open)
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._closed:
             return

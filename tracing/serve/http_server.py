@@ -208,7 +208,16 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        """What a GET would answer, without the body (its length is still given)."""
+        get = getattr(self, "do_GET", None)
+        if get is None:
+            self.send_error(405)
+            return
+        get()
 
     def _json(self, status: int, obj: Any) -> None:
         self._send(status, json.dumps(obj, ensure_ascii=False).encode(), JSON)
