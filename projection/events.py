@@ -96,6 +96,13 @@ class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, fr
     links: list[SpanLink] = []
 
 
+def failure_line(error: BaseException) -> str:
+    """A failed span's status description: ``Type: first line of the message``, or the type
+    alone when the exception says nothing."""
+    first = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {first[0].strip()}" if first else type(error).__name__
+
+
 def error_text(description: str | None, events: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:
     """The one-line reason a failed span's :class:`SpanEnded` carries: its status description,
     else its last recorded exception (``type: message``), never with a colon and nothing after

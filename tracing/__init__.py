@@ -7,9 +7,9 @@ The public API is the names below; everything else is reached through the subpac
 * Instrumenting an agent: :func:`agentic`, :class:`Agent`, :func:`setup` (returns the
   :class:`Runtime`), :func:`carry` (the current call into a thread).
 * Models: :func:`model` (a client from ``provider:model``; its keyword arguments go to the
-  client), the clients :class:`OpenAIChat`, :class:`OpenAIResponses`,
-  :class:`AnthropicMessages`, :class:`Gemini`, :class:`ScriptedModel` (the offline default),
-  :func:`tool_call`.
+  client), :class:`ScriptedModel` (the offline default), :func:`tool_call`. The provider
+  clients (``OpenAIChat``, ``OpenAIResponses``, ``AnthropicMessages``, ``Gemini``) are in
+  :mod:`callctx.models`.
 * Errors: :class:`CallctxError` (the base of all), :class:`ModelError`,
   :class:`OutputValidationError`; a reader's ``NotFound`` and ``BadInput`` are in
   :mod:`callctx.errors`.
@@ -26,20 +26,16 @@ from callctx.instrument.decorator import agentic
 from callctx.instrument.threads import carry
 from callctx.projection import Projection
 
-from .models import AnthropicMessages, Gemini, OpenAIChat, OpenAIResponses, ScriptedModel, tool_call
+from .models import ScriptedModel, tool_call
 from .models import resolve as model
 
 __all__ = [
     "Agent",
-    "AnthropicMessages",
     "CallctxError",
     "ContextComponent",
     "Ctx",
     "FileMemory",
-    "Gemini",
     "ModelError",
-    "OpenAIChat",
-    "OpenAIResponses",
     "OutputValidationError",
     "Projection",
     "Registry",

@@ -42,12 +42,14 @@ class FakeStore:
 
 
 class Replier:
-    """A model server that answers every POST with one fixed reply (status, raw body, content
-    type), counting the requests it received."""
+    """A model server that answers POSTs from a script of replies (status, raw body, content
+    type; the last one repeats), counting the requests it received."""
 
-    def __init__(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+    def __init__(self, *replies: tuple[int, bytes, str]) -> None:
         self.requests = 0
+        script = list(replies)
         fake = self
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -55,8 +57,10 @@ class Replier:
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fake.requests += 1
-                reply(self, status, body, content_type)
+                with lock:
+                    answer = script[min(fake.requests, len(script) - 1)]
+                    fake.requests += 1
+                reply(self, *answer)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

@@ -55,7 +55,7 @@ def _check(error: ModelError, name: str, model, url: str) -> None:
 @pytest.mark.parametrize("name", sorted(CLIENTS))
 def test_any_reply_but_the_api_is_a_model_error(name, reply):
     status, body, kind = REPLIES[reply]
-    server = Replier(status, body, kind)
+    server = Replier((status, body, kind))
     try:
         model = CLIENTS[name](server.url)
         with pytest.raises(ModelError) as info:
@@ -71,7 +71,7 @@ def test_any_reply_but_the_api_is_a_model_error(name, reply):
 
 @pytest.mark.parametrize("name", sorted(CLIENTS))
 def test_streaming_a_reply_that_is_not_the_api_is_a_model_error(name):
-    server = Replier(200, b"<html>not a stream</html>", "text/html")
+    server = Replier((200, b"<html>not a stream</html>", "text/html"))
     try:
         model = CLIENTS[name](server.url)
         with pytest.raises(ModelError) as info:
@@ -98,7 +98,7 @@ def test_the_callers_callback_raises_through_unchanged():
         b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini",'
         b'"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\ndata: [DONE]\n\n'
     )
-    server = Replier(200, sse, "text/event-stream")
+    server = Replier((200, sse, "text/event-stream"))
     try:
         model = CLIENTS["openai-chat"](server.url)
 
@@ -115,7 +115,7 @@ def test_the_callers_callback_raises_through_unchanged():
 
 
 def test_exec_against_a_server_answering_html_fails_with_a_model_error(tmp_path):
-    server = Replier(200, b"<html>maintenance</html>", "text/html")
+    server = Replier((200, b"<html>maintenance</html>", "text/html"))
     rt = setup(tmp_path / "events.jsonl", model=CLIENTS["openai-chat"](server.url))
     try:
 
@@ -130,3 +130,47 @@ def test_exec_against_a_server_answering_html_fails_with_a_model_error(tmp_path)
     finally:
         rt.close()
         server.close()
+
+
+OPENAI_OK = (
+    b'{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,'
+    b'"finish_reason":"stop","message":{"role":"assistant","content":"fine"}}],'
+    b'"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}'
+)
+ANTHROPIC_OK = (
+    b'{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[{"type":"text",'
+    b'"text":"fine"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}'
+)
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_each_retry_is_an_event_on_the_chat_span(tmp_path, name, asynchronous):
+    import asyncio
+
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from callctx.models.base import RETRY_EVENT
+
+    ok = OPENAI_OK if name == "openai-chat" else ANTHROPIC_OK
+    busy = (503, b'{"error": {"message": "overloaded"}}', "application/json")
+    server = Replier(busy, busy, (200, ok, "application/json"))
+    make = OpenAIChat if name == "openai-chat" else AnthropicMessages
+    model = make("gpt-4o-mini" if name == "openai-chat" else "claude-sonnet-4-6", api_key="k",
+                 base_url=f"{server.url}/v1" if name == "openai-chat" else server.url, max_retries=2)  # fmt: skip
+    rt = setup(tmp_path / "events.jsonl", model=model)
+    spans = InMemorySpanExporter()
+    rt.provider.add_span_processor(SimpleSpanProcessor(spans))
+    try:
+        if asynchronous:
+            assert asyncio.run(rt.aexec("hello")) == "fine"
+        else:
+            assert rt.exec("hello") == "fine"
+    finally:
+        rt.close()
+        server.close()
+    assert server.requests == 3
+    (chat,) = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    retries = [dict(e.attributes) for e in chat.events if e.name == RETRY_EVENT]
+    assert retries == [{"attempt": 2, "after": "status 503"}, {"attempt": 3, "after": "status 503"}]

@@ -35,7 +35,7 @@ from callctx.models.base import AsyncModel, AsyncStreamingModel, ModelError, Mod
 from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.errors import CallctxError
-from callctx.projection.events import Blob, encode
+from callctx.projection.events import Blob, encode, failure_line
 from callctx.projection.log import EventLog
 from callctx.projection.schema import BLOB_EVENT
 
@@ -473,7 +473,7 @@ def _chat(
             reply = yield _Ask(model, ModelRequest(body, function, context))
     except BaseException as e:
         span.record_exception(e)
-        span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+        span.set_status(Status(StatusCode.ERROR, failure_line(e)))
         span.end()
         rt.notify(CallRecord(index, function, call_id, _hex(span), context, body, None, e, tuple(exchanges)))
         raise

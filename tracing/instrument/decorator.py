@@ -25,6 +25,7 @@ from callctx.instrument import active
 from callctx.instrument.payload import Binder, output_attributes, to_json
 from callctx.instrument.processor import put_attributes
 from callctx.projection import schema as s
+from callctx.projection.events import failure_line
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +254,7 @@ def _fail(spec: CallSpec, span: Span | None, exc: BaseException) -> None:
         return
     try:
         span.record_exception(exc)
-        first = str(exc).strip().splitlines()
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__))
+        span.set_status(Status(StatusCode.ERROR, failure_line(exc)))
         span.end()
     except Exception:
         log.exception("callctx: could not record the failure of %s", spec.name)

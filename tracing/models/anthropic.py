@@ -7,7 +7,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, read_reply
+from .base import ModelRequest, Reply, SdkModel, StreamingModel, Usage, import_sdk, read_reply, retry_hooks
 
 
 class AnthropicMessages(SdkModel, StreamingModel):
@@ -27,11 +27,17 @@ class AnthropicMessages(SdkModel, StreamingModel):
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         sdk = import_sdk("anthropic", "anthropic")
-        return sdk.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        http = sdk.DefaultHttpxClient(event_hooks=retry_hooks())
+        return sdk.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http
+        )
 
     def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         sdk = import_sdk("anthropic", "anthropic")
-        return sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        http = sdk.DefaultAsyncHttpxClient(event_hooks=retry_hooks(asynchronous=True))
+        return sdk.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http
+        )
 
     def complete(self, request: ModelRequest) -> Reply:
         with self.calling():

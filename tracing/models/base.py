@@ -17,6 +17,7 @@ status when there was one, and whether a retry may help. Only the caller's own c
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -96,6 +97,47 @@ def read_reply(parse: Callable[[Any], Reply], answer: Any) -> Reply:
         return parse(answer)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
         raise Unreadable(f"the reply is not an API answer ({type(e).__name__}: {one_line(str(e))})") from e
+
+
+RETRY_EVENT = "callctx.retry"  # on a chat span: the SDK sent the request again
+_answered: contextvars.ContextVar[str] = contextvars.ContextVar("callctx_last_answer", default="")
+# The span current when a provider call began (the call's chat span): an SDK that traces itself
+# makes its own span current under it, so the hooks below do not look at the current one.
+_calling: contextvars.ContextVar[Any] = contextvars.ContextVar("callctx_calling_span", default=None)
+
+
+def retry_hooks(asynchronous: bool = False) -> dict[str, list[Callable[[Any], Any]]]:
+    """httpx event hooks that put each retry of the SDKs built on one base (OpenAI's and
+    Anthropic's, which number their attempts in ``x-stainless-retry-count``) on the current
+    span the call began under (its chat span; see :meth:`SdkModel.calling`): a
+    ``callctx.retry`` event with the attempt and what the attempt before it got. Never raise
+    into the request."""
+
+    def on_request(request: Any) -> None:
+        try:
+            retry = int(request.headers.get("x-stainless-retry-count") or 0)
+            if retry > 0:
+                span = _calling.get()
+                if span is not None and span.is_recording():
+                    cause = _answered.get() or "no answer (a connection error or a timeout)"
+                    span.add_event(RETRY_EVENT, {"attempt": retry + 1, "after": cause})
+            _answered.set("")
+        except Exception:  # noqa: BLE001 - bookkeeping must not cost the request
+            pass
+
+    def on_response(response: Any) -> None:
+        _answered.set(f"status {response.status_code}")
+
+    if not asynchronous:
+        return {"request": [on_request], "response": [on_response]}
+
+    async def aon_request(request: Any) -> None:
+        on_request(request)
+
+    async def aon_response(response: Any) -> None:
+        on_response(response)
+
+    return {"request": [aon_request], "response": [aon_response]}
 
 
 class _CallbackFailed(Exception):
@@ -220,7 +262,11 @@ class SdkModel(AsyncModel):
     @contextmanager
     def calling(self) -> Iterator[None]:
         """Around a provider call and the reading of its reply: any exception but the caller's
-        own (from a callback wrapped by :meth:`passing`) leaves as a :class:`ModelError`."""
+        own (from a callback wrapped by :meth:`passing`) leaves as a :class:`ModelError`. The
+        span current here is the one each retry is recorded on."""
+        from opentelemetry import trace
+
+        token = _calling.set(trace.get_current_span())
         try:
             yield
         except _CallbackFailed as e:
@@ -229,6 +275,8 @@ class SdkModel(AsyncModel):
             raise
         except Exception as e:
             raise self.failure(e) from e
+        finally:
+            _calling.reset(token)
 
     @staticmethod
     def passing(callback: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from callctx.components.wire.exchange import ToolCall
 
-from .base import ModelRequest, Reply, SdkModel, StreamingModel, Unreadable, Usage, import_sdk, read_reply
+from .base import ModelRequest, Reply, SdkModel, StreamingModel, Unreadable, Usage, import_sdk, read_reply, retry_hooks
 
 
 class _OpenAI(SdkModel):
@@ -29,11 +29,17 @@ class _OpenAI(SdkModel):
 
     def connect(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         sdk = import_sdk("openai", "openai")
-        return sdk.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        http = sdk.DefaultHttpxClient(event_hooks=retry_hooks())
+        return sdk.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http
+        )
 
     def connect_async(self, api_key: str | None, base_url: str | None, timeout: float, max_retries: int) -> Any:
         sdk = import_sdk("openai", "openai")
-        return sdk.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        http = sdk.DefaultAsyncHttpxClient(event_hooks=retry_hooks(asynchronous=True))
+        return sdk.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http
+        )
 
 
 class OpenAIChat(_OpenAI, StreamingModel):
