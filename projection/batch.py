@@ -3,7 +3,8 @@
 Every source of complete spans (OTLP protobuf and OTLP/JSON in :mod:`.otlp`, Jaeger JSON in
 :mod:`.jaeger`, the trace stores ``callctx import`` pulls from) decodes into a :class:`Batch`:
 per span kept, a :class:`Received` holding the records the event log and the fold take (the
-texts it carried as :class:`Blob`, a :class:`SpanStarted`, a :class:`SpanEnded`) and the few
+texts it carried as :class:`Blob`, and parts of longer ones as :class:`~.texts.BlobPart`, a
+:class:`SpanStarted`, a :class:`SpanEnded`) and the few
 facts the receiver's index lists besides; and the spans rejected, counted, each with its
 reason (OTLP partial success). :func:`received` is the one place a complete span's parts
 become its records; :func:`records` lists a batch's records in order.
@@ -21,7 +22,6 @@ rest.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import msgspec
@@ -29,6 +29,7 @@ import msgspec
 from .errors import BadInput
 from .events import Blob, Record, SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, SpanStatus, error_text
 from .schema import BLOB_EVENT, INTERRUPTED
+from .texts import Assembler, BlobPart, part_of
 
 ZERO_TRACE = bytes(16)  # not a trace id
 ZERO_SPAN = bytes(8)  # not a span id
@@ -55,6 +56,7 @@ class Received(msgspec.Struct, gc=False):
     end_ns: int
     status: SpanStatus  # as sent
     error: str | None  # the status message as sent
+    parts: list[BlobPart] = msgspec.field(default_factory=list)  # parts of longer texts (see .texts)
 
 
 class Batch(msgspec.Struct):
@@ -77,11 +79,18 @@ def rejection_message(rejected: int, errors: list[str]) -> str:
     return f"{rejected} spans rejected: " + "; ".join(errors[:3]) + more
 
 
-def records(batch: Batch) -> list[Record]:
-    """Every record of a batch, in its order (each span's texts, start, then end)."""
+def records(batch: Batch, texts: Assembler | None = None) -> list[Record]:
+    """Every record of a batch, in its order (each span's texts, start, then end). ``texts``
+    collects the parts of longer texts: each is listed, as a whole text, with the span its last
+    part came on (without it, parts are left out)."""
     out: list[Record] = []
     for r in batch.spans:
         out.extend(r.blobs)
+        if texts is not None:
+            for p in r.parts:
+                whole = texts.add(p)
+                if whole is not None:
+                    out.append(whole)
         out.append(r.started)
         if r.ended is not None:
             out.append(r.ended)
@@ -111,13 +120,16 @@ def received(
     if end_ns < start_ns:
         end_ns = start_ns
     blobs: list[Blob] = []
+    parts: list[BlobPart] = []
     if events:
         kept = []
         for ev in events:
             if ev.name == BLOB_EVENT:
-                h, text = ev.attributes.get("hash"), ev.attributes.get("text")
-                if isinstance(h, str) and isinstance(text, str) and hashlib.sha256(text.encode()).hexdigest() == h:
-                    blobs.append(Blob(h, text))
+                carried = part_of(ev.attributes)
+                if isinstance(carried, Blob):
+                    blobs.append(carried)
+                elif carried is not None:
+                    parts.append(carried)
             else:
                 kept.append(ev)
     else:
@@ -128,7 +140,7 @@ def received(
     else:
         why = error_text(error, ((e.name, e.attributes) for e in events)) if status == "error" else None
         ended = SpanEnded(trace_id, span_id, end_ns, status, why, {}, kept, links)
-    return Received(start_ns, span_id, trace_id, blobs, started, ended, end_ns, status, error)
+    return Received(start_ns, span_id, trace_id, blobs, started, ended, end_ns, status, error, parts)
 
 
 # ---- the checks at the edge -------------------------------------------------------------------

@@ -185,6 +185,12 @@ def row_of(span: Received, *, value: Callable[[Any], Any] = as_string) -> TraceR
         if span.blobs
         else []
     )
+    if span.parts:  # parts of longer texts, as they came (their attributes as the Map variant's strings)
+        events.extend(
+            EventRow(span.start_ns, s.BLOB_EVENT, {"hash": p.hash, "text": p.text, "part": str(p.part),
+                                                   "parts": str(p.parts)})
+            for p in span.parts
+        )  # fmt: skip
     links: list[LinkRow] = []
     if end is not None:
         if end.attributes:

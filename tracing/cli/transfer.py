@@ -9,6 +9,7 @@ from typing import TextIO
 
 from callctx.projection import LogError, Projection
 from callctx.projection.batch import Batch, records
+from callctx.projection.texts import Assembler
 
 from .common import EXIT_OK, CliError, check_event_log
 
@@ -109,7 +110,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (LinkRefused, LogError) as e:
         raise CliError(str(e)) from None
     try:
-        for rec in records(Batch(sorted(found, key=lambda r: (r.start_ns, r.span_id)))):
+        for rec in records(Batch(sorted(found, key=lambda r: (r.start_ns, r.span_id))), Assembler()):
             log.write(encode(rec))
     finally:
         log.close()

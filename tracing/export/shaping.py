@@ -4,7 +4,10 @@
 span carries (its name; attribute keys and values, nested maps included; event names and
 attributes; link attributes; the status message; the resource, ``service.name`` included;
 the instrumentation scope; trace state), values under keys that name a secret replaced whole,
-long values cut with JSON kept valid, each span capped. :class:`ShapingExporter` wraps the
+long values cut with JSON kept valid, each span capped. The texts a model call was sent
+(``callctx.blob`` events, for receivers that rebuild calls) are redacted whole and never cut:
+one longer than a value travels in parts, on the span while it has room and then on carrier
+spans (:mod:`callctx.projection.texts`). :class:`ShapingExporter` wraps the
 exporter callctx adds (and splits batches so no export request passes 4 MiB, gRPC's default
 message limit); :class:`ShapingProcessor` wraps the processors of a provider callctx joins, so
 the program's own exporters get shaped copies too. Everything works on copies: the projection
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -25,17 +29,21 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, Status, TraceState
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, TraceState
 
 from callctx.export.redact import REDACTED, Memo, Redactor, SecretPattern
 from callctx.projection.events import SpanEvent, SpanLink
+from callctx.projection.schema import BLOB_EVENT
 from callctx.projection.spans import SpanData
+from callctx.projection.texts import CARRIER, split
 
 __all__ = ["REDACTED", "Shaper", "ShapingExporter", "ShapingProcessor", "shrink_json", "truncate"]
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST = 4 * 1024 * 1024 - 64 * 1024  # keep headroom under 4 MiB for the envelope
+MAX_TEXTS = 16 * 1024 * 1024  # characters of texts one model call sends to receivers, at most
+_too_long_said = False  # a call whose texts pass MAX_TEXTS is named once per process
 
 _T = TypeVar("_T")
 
@@ -86,29 +94,41 @@ class Shaper:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """A shaped copy of an SDK span (name, attributes, events, links, status, resource,
-        instrumentation scope, trace state); the span itself is untouched."""
+        instrumentation scope, trace state); the span itself is untouched. Texts it has no
+        room for are left out: :meth:`spans` gives them on carrier spans."""
+        return self.spans(span)[0]
+
+    def spans(self, span: ReadableSpan) -> list[ReadableSpan]:
+        """The shaped copy of an SDK span (see :meth:`span`), then, when the texts it carries do
+        not all fit in ``max_span``, the carrier spans that hold the rest."""
         limit = self.max_value
-        names = [self.redactor.redact_name(e.name) for e in span.events]
+        own = [e for e in span.events if e.name != BLOB_EVENT]
+        names = [self.redactor.redact_name(e.name) for e in own]
         while True:
             attrs = self.attributes(span.attributes, limit)
             events = [
-                Event(n, self.attributes(e.attributes, limit), e.timestamp)
-                for n, e in zip(names, span.events, strict=True)
+                Event(n, self.attributes(e.attributes, limit), e.timestamp) for n, e in zip(names, own, strict=True)
             ]
             size = _size(attrs) + sum(_size(e.attributes) + len(e.name) for e in events)
             if size <= self.max_span or limit <= 256:
                 break
             limit //= 2  # too big: cut every value harder until the span fits
         if size > self.max_span:
-            events = events[: max(0, len(events) // 4)]  # last resort: the texts riding on events go first
+            events = events[: max(0, len(events) // 4)]  # last resort
+            size = _size(attrs) + sum(_size(e.attributes) + len(e.name) for e in events)
+        pieces = self._pieces(span, [(e.attributes, e.timestamp) for e in span.events if e.name == BLOB_EVENT])
+        placed, rest = _fill(pieces, self.max_span - size)
+        events = [Event(BLOB_EVENT, a, ts) for a, ts in placed] + events
         status = span.status
         if status.description:
             status = Status(status.status_code, truncate(self.redact(status.description), self.max_value))
-        return ReadableSpan(
+        context = self._context(span.context) if span.context is not None else None
+        resource, scope = self._resource(span.resource), self._scope(span.instrumentation_scope)
+        shaped = ReadableSpan(
             name=self.redactor.redact_name(span.name),
-            context=self._context(span.context) if span.context is not None else None,
+            context=context,
             parent=span.parent,
-            resource=self._resource(span.resource),
+            resource=resource,
             attributes=attrs,
             events=events,
             links=[Link(self._context(lk.context), self.attributes(lk.attributes, limit)) for lk in span.links],
@@ -116,19 +136,65 @@ class Shaper:
             status=status,
             start_time=span.start_time,
             end_time=span.end_time,
-            instrumentation_scope=self._scope(span.instrumentation_scope),
+            instrumentation_scope=scope,
         )
+        if not rest or context is None:
+            return [shaped]
+        carriers = [shaped]
+        while rest:
+            placed, rest = _fill(rest, self.max_span, at_least_one=True)
+            carriers.append(ReadableSpan(
+                name=CARRIER,
+                context=SpanContext(context.trace_id, random.getrandbits(63) + 1, False, context.trace_flags),
+                parent=context,
+                resource=resource,
+                attributes={},
+                events=[Event(BLOB_EVENT, a, ts) for a, ts in placed],
+                kind=SpanKind.INTERNAL,
+                start_time=span.start_time,
+                end_time=span.start_time,
+                instrumentation_scope=scope,
+            ))  # fmt: skip
+        return carriers
+
+    def _pieces(self, span: Any, texts: list[tuple[Any, int | None]]) -> list[tuple[dict[str, Any], int | None]]:
+        """The events that carry a span's texts: each redacted whole, then split into values."""
+        global _too_long_said
+        out: list[tuple[dict[str, Any], int | None]] = []
+        total = 0
+        for attrs, ts in texts:
+            h, text = (attrs or {}).get("hash"), (attrs or {}).get("text")
+            if not isinstance(h, str) or not isinstance(text, str):
+                continue
+            total += len(text)
+            out.extend((piece, ts) for piece in split(h, self.redact(text), self.max_value))
+        if total > MAX_TEXTS:
+            if not _too_long_said:
+                _too_long_said = True
+                log.warning(
+                    "callctx: the texts of %r (span %s) take %d characters, more than the %d sent to "
+                    "receivers; they are not sent, so a receiver cannot rebuild that call (said once)",
+                    span.name, _span_hex(span), total, MAX_TEXTS,
+                )  # fmt: skip
+            return []
+        return out
 
     def span_data(self, span: SpanData) -> SpanData:
         """A shaped copy of a format-neutral span (export files): name, attributes, events,
         links, error, resource and scope."""
         limit = self.max_value
         name = self.redactor.redact_name
+        texts = self._pieces(span, [(e.attributes, e.time_ns) for e in span.events if e.name == BLOB_EVENT])
         return msgspec.structs.replace(
             span,
             name=name(span.name),
             attributes=self.attributes(span.attributes, limit),
-            events=[SpanEvent(name(e.name), e.time_ns, self.attributes(e.attributes, limit)) for e in span.events],
+            events=[SpanEvent(BLOB_EVENT, ts or 0, a) for a, ts in texts]
+            + [
+                SpanEvent(name(e.name), e.time_ns, self.attributes(e.attributes, limit))
+                for e in span.events
+                if e.name != BLOB_EVENT
+            ],
             error=truncate(self.redact(span.error), limit) if span.error else span.error,
             resource=_memo(self._resource_maps, span.resource, lambda: self.attributes(span.resource, limit)),
             scope=name(span.scope) if span.scope else span.scope,
@@ -171,6 +237,26 @@ class Shaper:
         return SpanContext(
             context.trace_id, context.span_id, context.is_remote, context.trace_flags, TraceState(shaped)
         )
+
+
+def _fill(
+    pieces: list[tuple[dict[str, Any], int | None]], room: int, *, at_least_one: bool = False
+) -> tuple[list[tuple[dict[str, Any], int | None]], list[tuple[dict[str, Any], int | None]]]:
+    """(the first pieces that fit in ``room`` bytes, the rest); ``at_least_one``: the first is
+    taken even when it alone is larger."""
+    used = 0
+    for i, (attrs, _) in enumerate(pieces):
+        used += _size(attrs) + len(BLOB_EVENT)
+        if used > room and not (at_least_one and i == 0):
+            return pieces[:i], pieces[i:]
+    return pieces, []
+
+
+def _span_hex(span: Any) -> str:
+    context = getattr(span, "context", None)
+    if context is not None and hasattr(context, "span_id"):
+        return format(context.span_id, "016x")
+    return str(getattr(span, "span_id", "?"))
 
 
 def _memo(memo: Memo[bytes, _T], content: object, make: Callable[[], _T]) -> _T:
@@ -283,7 +369,7 @@ class ShapingExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            shaped = [self.shaper.span(sp) for sp in spans]
+            shaped = [out for sp in spans for out in self.shaper.spans(sp)]
         except Exception:  # a shaping bug must not crash the export thread: drop the batch, loudly
             log.exception("callctx: shaping failed; %d spans not exported", len(spans))
             return SpanExportResult.FAILURE
@@ -315,11 +401,12 @@ class ShapingProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            shaped = self.shaper.span(span)
+            shaped = self.shaper.spans(span)
         except Exception:
             log.exception("callctx: shaping failed; span %r not passed to %s", span.name, type(self.inner).__name__)
             return
-        self.inner.on_end(shaped)
+        for sp in shaped:  # the span, then the carriers of its texts
+            self.inner.on_end(sp)
 
     def shutdown(self) -> None:
         self.inner.shutdown()

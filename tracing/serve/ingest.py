@@ -41,6 +41,7 @@ from callctx.projection.errors import BadInput
 from callctx.projection.events import encode
 from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.otlp import decode_json, decode_protobuf
+from callctx.projection.texts import Assembler
 from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
 from callctx.store.model import Store, StoreState
 
@@ -170,6 +171,7 @@ class Receiver(Receiving):
             raise BadInput(f"max_trees must be at least 1, not {max_trees}")
         super().__init__(max_body=max_body, token=token, allow_hosts=allow_hosts, shaper=shaper)
         self.log = EventLog(log_path, fsync=fsync)
+        self.texts = Assembler()  # longer texts arrive in parts, maybe over several requests
         self.store: LocalStore = LocalStore(log_path, index=index_path(log_path), max_trees=max_trees)
         self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
         self.follows = index_every is not None
@@ -187,6 +189,10 @@ class Receiver(Receiving):
             for r in spans:
                 for b in r.blobs:
                     lines.append(encode(b))
+                for p in r.parts:
+                    whole = self.texts.add(p)
+                    if whole is not None:
+                        lines.append(encode(whole))
                 lines.append(_encode_lines((r.started, r.ended) if r.ended is not None else (r.started,)))
             a = time.perf_counter()
             if lines:

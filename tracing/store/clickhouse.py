@@ -40,6 +40,7 @@ from typing import Any, Final
 from callctx.projection.calls import ModelCall, RunStatus, Usage
 from callctx.projection.errors import NotFound
 from callctx.projection.render import View
+from callctx.projection.texts import Assembler
 
 from .connection import DATABASE, Connection, Param, StoreURL, connect
 from .contexts import text_hashes
@@ -493,6 +494,19 @@ class ClickHouseStore:
                 for b in r.blobs:
                     if b.hash in want:
                         out[b.hash] = b.text
+            parted = [h for h in chunk if h not in out]
+            if parted:  # longer texts: every span that carries a part of one, then joined
+                spans = self._q(
+                    f"SELECT DISTINCT TraceId, SpanId FROM {self.derived.parts} WHERE hash IN {{h:Array(String)}}",
+                    {"h": parted},
+                )
+                joined = Assembler()
+                sought = set(parted)
+                for r in self.table.spans_by_id([(s["TraceId"], s["SpanId"]) for s in spans]).spans:
+                    for p in r.parts:
+                        whole = joined.add(p) if p.hash in sought else None
+                        if whole is not None:
+                            out[whole.hash] = whole.text
         return out
 
     def cache(self, n: int) -> CacheEntry:

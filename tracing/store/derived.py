@@ -21,6 +21,8 @@ with ``version`` the time of the derivation:
 * ``T_callctx_calls``: per model call, what listings filter by and show (``ModelCall``), and the
   wrapper span above it, if any.
 * ``T_callctx_blobs``: per text hash, the span whose ``callctx.blob`` event carries it.
+* ``T_callctx_parts``: per part of a longer text (its hash and part number), the span that
+  carries that part (see :mod:`callctx.projection.texts`).
 
 A reader takes, per trace, the latest version only, and only the calls of that version: a
 trace derived again (more of its spans arrived) replaces its calls whole. A trace is stale when
@@ -76,6 +78,9 @@ _DDL: Final = (
     """CREATE TABLE IF NOT EXISTS {blobs} (
     hash String, TraceId String, SpanId String, version UInt64
 ) ENGINE = ReplacingMergeTree(version) ORDER BY hash""",
+    """CREATE TABLE IF NOT EXISTS {parts} (
+    hash String, part UInt32, parts UInt32, TraceId String, SpanId String, version UInt64
+) ENGINE = ReplacingMergeTree(version) ORDER BY (hash, part)""",
 )
 
 
@@ -97,6 +102,7 @@ class Derived:
         self.traces = f"{db}.`{table.table}_callctx_traces`"
         self.calls = f"{db}.`{table.table}_callctx_calls`"
         self.blobs = f"{db}.`{table.table}_callctx_blobs`"
+        self.parts = f"{db}.`{table.table}_callctx_parts`"
         self.rejected = 0  # rows that could not be read as spans, this process
         self.errors: list[str] = []  # the first few of their reasons
         self._lock = threading.Lock()
@@ -121,7 +127,9 @@ class Derived:
     def create(self) -> None:
         try:
             for ddl in _DDL:
-                self.table.conn.command(ddl.format(traces=self.traces, calls=self.calls, blobs=self.blobs))
+                self.table.conn.command(
+                    ddl.format(traces=self.traces, calls=self.calls, blobs=self.blobs, parts=self.parts)
+                )
         except StoreUnavailable as e:
             raise StoreUnavailable(
                 f"cannot make callctx's listings beside {self.table.database}.{self.table.table} "
@@ -252,6 +260,11 @@ class Derived:
         ]  # fmt: skip
         self._insert(self.calls, (_call_row(c, version, c.parent_id in wrapped) for c in calls))
         self._insert(self.blobs, blobs)
+        self._insert(self.parts, (
+            {"hash": p.hash, "part": p.part, "parts": p.parts, "TraceId": r.trace_id, "SpanId": r.span_id,
+             "version": version}
+            for r in batch.spans for p in r.parts
+        ))  # fmt: skip
         rows_of = {t.trace_id: max(t.rows, read.get(t.trace_id, 0)) for t in traces}
         derived = {s.trace_id for s in summaries}
         trace_rows = [_trace_row(s, rows_of.get(s.trace_id, read.get(s.trace_id, 0)), version) for s in summaries]
