@@ -27,7 +27,19 @@ from typing import Any
 import msgspec
 
 from .errors import BadInput
-from .events import Blob, Record, SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, SpanStatus, error_text
+from .events import (
+    Blob,
+    Dropped,
+    Origin,
+    Record,
+    SpanEnded,
+    SpanEvent,
+    SpanKind,
+    SpanLink,
+    SpanStarted,
+    SpanStatus,
+    error_text,
+)
 from .schema import BLOB_EVENT, INTERRUPTED
 from .texts import Assembler, BlobPart, part_of
 
@@ -112,6 +124,8 @@ def received(
     resource: dict[str, Any],
     scope: str | None,
     links: list[SpanLink],
+    origin: Origin | None = None,
+    dropped: Dropped | None = None,
 ) -> Received:
     """A complete span's records, from its parts as checked: its texts (``callctx.blob``
     events whose text still matches its hash; one altered on the way, redacted or cut, is not
@@ -134,12 +148,12 @@ def received(
                 kept.append(ev)
     else:
         kept = events
-    started = SpanStarted(trace_id, span_id, parent_id, name, start_ns, attributes, kind, resource, scope)
+    started = SpanStarted(trace_id, span_id, parent_id, name, start_ns, attributes, kind, resource, scope, origin)
     if attributes.get(INTERRUPTED) is True:
         ended = None
     else:
         why = error_text(error, ((e.name, e.attributes) for e in events)) if status == "error" else None
-        ended = SpanEnded(trace_id, span_id, end_ns, status, why, {}, kept, links)
+        ended = SpanEnded(trace_id, span_id, end_ns, status, why, {}, kept, links, dropped)
     return Received(start_ns, span_id, trace_id, blobs, started, ended, end_ns, status, error, parts)
 
 

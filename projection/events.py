@@ -43,19 +43,48 @@ KINDS: Final[dict[int, SpanKind]] = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5}
 
 
 class SpanEvent(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Something that happened during a span (an exception, a log line)."""
+    """Something that happened during a span (an exception, a log line). ``dropped_attributes``:
+    how many attributes its sender dropped (OTLP's count)."""
 
     name: str
     time_ns: int = 0
     attributes: dict[str, Any] = {}
+    dropped_attributes: int = 0
 
 
 class SpanLink(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A link from a span to another span, maybe in another trace."""
+    """A link from a span to another span, maybe in another trace, with the linked context's
+    W3C ``trace_state`` and OTLP ``flags``, and the attributes its sender dropped."""
 
     trace_id: str
     span_id: str
     attributes: dict[str, Any] = {}
+    trace_state: str = ""
+    flags: int = 0
+    dropped_attributes: int = 0
+
+
+class Origin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What OTLP carries about a span's context and provenance beyond what the fold reads
+    (its W3C ``trace_state``, its ``flags``, its instrumentation scope's version, attributes and
+    schema URL, its resource's schema URL and dropped attributes), kept so that the span
+    leaves (``callctx export``) with all it came with."""
+
+    trace_state: str = ""
+    flags: int = 0
+    scope_version: str = ""
+    scope_attributes: dict[str, Any] = {}
+    scope_schema_url: str = ""
+    resource_schema_url: str = ""
+    resource_dropped_attributes: int = 0
+
+
+class Dropped(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
+    """How many attributes, events and links a span's sender dropped (OTLP's counts)."""
+
+    attributes: int = 0
+    events: int = 0
+    links: int = 0
 
 
 class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True, frozen=True):
@@ -75,6 +104,7 @@ class SpanStarted(msgspec.Struct, tag="start", tag_field="e", omit_defaults=True
     kind: SpanKind = DEFAULT_KIND
     resource: dict[str, Any] = {}
     scope: str | None = None
+    origin: Origin | None = None
 
     @property
     def service(self) -> str | None:
@@ -94,6 +124,7 @@ class SpanEnded(msgspec.Struct, tag="end", tag_field="e", omit_defaults=True, fr
     attributes: dict[str, Any] = {}
     events: list[SpanEvent] = []
     links: list[SpanLink] = []
+    dropped: Dropped | None = None
 
 
 def failure_line(error: BaseException) -> str:

@@ -9,7 +9,7 @@ The mapping follows the exporter's own code (opentelemetry-collector-contrib,
 * ``Timestamp``: the span's start (``span.StartTimestamp().AsTime()``); ``Duration``: end
   minus start, in ns.
 * ``TraceId``, ``SpanId``, ``ParentSpanId``: lowercase hex, ``''`` for none
-  (``TraceIDToHexOrEmptyString``); ``TraceState``: the W3C string (callctx keeps none: ``''``).
+  (``TraceIDToHexOrEmptyString``); ``TraceState``: the W3C string, ``''`` for none.
 * ``SpanKind``: ``span.Kind().String()`` (``Internal``, ``Server``...); ``StatusCode``:
   ``Status().Code().String()`` (``Unset``, ``Ok``, ``Error``). Older exporters wrote
   ``SPAN_KIND_SERVER`` and ``STATUS_CODE_ERROR``: the decoder reads both.
@@ -17,7 +17,8 @@ The mapping follows the exporter's own code (opentelemetry-collector-contrib,
 * ``ResourceAttributes``, ``SpanAttributes``, each event's and link's ``Attributes``: a map of
   key to ``pcommon.Value.AsString()`` (``AttributesToMap``), see :func:`as_string`: every value
   becomes a string, maps and lists as JSON.
-* ``ScopeName``, ``ScopeVersion``: the instrumentation scope's (callctx keeps its name only).
+* ``ScopeName``, ``ScopeVersion``: the instrumentation scope's. (The table has no column for
+  schema URLs, scope attributes, flags or dropped counts: what the exporter drops is dropped.)
   Exporters before those columns wrote the scope to ``SpanAttributes`` as ``otel.scope.name``
   and ``otel.scope.version``: the decoder reads the name from there when the column is empty.
 * ``Events`` and ``Links``: ``Nested`` columns, parallel arrays. The texts callctx's model calls
@@ -47,7 +48,7 @@ import msgspec
 
 from . import schema as s
 from .batch import Batch, InvalidSpan, Received, link_ids, received, span_ids, span_label, text_bytes, time_ns
-from .events import DEFAULT_KIND, SpanEvent, SpanKind, SpanLink, SpanStatus
+from .events import DEFAULT_KIND, Origin, SpanEvent, SpanKind, SpanLink, SpanStatus
 
 TABLE: Final = "otel_traces"  # the exporter's default table name
 
@@ -198,20 +199,23 @@ def row_of(span: Received, *, value: Callable[[Any], Any] = as_string) -> TraceR
         if end.events:
             events.extend(EventRow(e.time_ns, e.name, _mapped(e.attributes, value)) for e in end.events)
         if end.links:
-            links = [LinkRow(lk.trace_id, lk.span_id, "", _mapped(lk.attributes, value)) for lk in end.links]
+            links = [
+                LinkRow(lk.trace_id, lk.span_id, lk.trace_state, _mapped(lk.attributes, value)) for lk in end.links
+            ]
     resource = start.resource
+    origin = start.origin
     return TraceRow(
         start_ns=span.start_ns,
         trace_id=span.trace_id,
         span_id=span.span_id,
         parent_span_id=start.parent_id or "",
-        trace_state="",
+        trace_state=origin.trace_state if origin is not None else "",
         span_name=start.name,
         span_kind=_KIND_NAMES.get(start.kind, "Internal"),
         service_name=as_string(resource["service.name"]) if "service.name" in resource else "",
         resource_attributes=_mapped(resource, value),
         scope_name=start.scope or "",
-        scope_version="",
+        scope_version=origin.scope_version if origin is not None else "",
         span_attributes=_mapped(attributes, value),
         duration=max(span.end_ns - span.start_ns, 0),
         status_code=_STATUS_NAMES[span.status],
@@ -274,7 +278,7 @@ def _span(row: TraceRow) -> Received:
             else None
         )
         if ids is not None:
-            links.append(SpanLink(ids[0], ids[1], dict(lk.attributes)))
+            links.append(SpanLink(ids[0], ids[1], dict(lk.attributes), lk.trace_state))
     resource: dict[str, Any] = dict(row.resource_attributes)
     if row.service_name and "service.name" not in resource:
         resource["service.name"] = row.service_name
@@ -282,6 +286,9 @@ def _span(row: TraceRow) -> Received:
         trace_id, span_id, parent_id, row.span_name, start_ns, end_ns, attributes,
         _STATUSES.get(row.status_code, "unset"), row.status_message or None,
         _KINDS.get(row.span_kind) or DEFAULT_KIND, events, resource, scope, links,
+        Origin(trace_state=row.trace_state, scope_version=row.scope_version)
+        if row.trace_state or row.scope_version
+        else None,
     )  # fmt: skip
 
 

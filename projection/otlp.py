@@ -32,7 +32,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -52,7 +52,7 @@ from .batch import (
     time_ns,
 )
 from .errors import BadInput
-from .events import DEFAULT_KIND, KINDS, SpanEvent, SpanKind, SpanLink, SpanStatus
+from .events import DEFAULT_KIND, KINDS, Dropped, Origin, SpanEvent, SpanKind, SpanLink, SpanStatus
 from .spans import SpanData
 
 MAX_DEPTH = 16  # nested arrays / maps in attribute values
@@ -90,7 +90,13 @@ def decode_request(req: ExportTraceServiceRequest) -> Batch:
         except (InvalidSpan, RecursionError):
             resource = {}
         for ss in rs.scope_spans:
-            scope = ss.scope.name or None
+            sc = ss.scope
+            scope = sc.name or None
+            try:
+                base = _origin(rs.schema_url, rs.resource.dropped_attributes_count, sc.version,
+                               _attrs(sc.attributes) if sc.attributes else {}, ss.schema_url)  # fmt: skip
+            except (InvalidSpan, RecursionError):
+                base = None
             for sp in ss.spans:
                 try:
                     trace_id, span_id, parent_id = ids_of(sp.trace_id, sp.span_id, sp.parent_span_id)
@@ -101,21 +107,26 @@ def decode_request(req: ExportTraceServiceRequest) -> Batch:
                     attributes = attrs_of(kvs) if kvs else {}
                     evs = sp.events
                     events = (
-                        [SpanEvent(e.name, _event_time(e.time_unix_nano), attrs_of(e.attributes)) for e in evs]
+                        [SpanEvent(e.name, _event_time(e.time_unix_nano), attrs_of(e.attributes),
+                                   e.dropped_attributes_count) for e in evs]
                         if evs
                         else []
-                    )
+                    )  # fmt: skip
                     lks = sp.links
                     links = _links(lks) if lks else []
                 except (InvalidSpan, RecursionError) as e:
                     errors.append(f"span {span_label(sp.span_id)}: {e}")
                     continue
                 st = sp.status
+                state, flags = sp.trace_state, sp.flags
+                origin = base if not (state or flags) else _with_context(base, state, flags)
+                counts = (sp.dropped_attributes_count, sp.dropped_events_count, sp.dropped_links_count)
                 append(
                     received(
                         trace_id, span_id, parent_id, sp.name, start_ns,
                         end_ns, attributes, status_of(st.code, "unset"), st.message or None,
                         kind_of(sp.kind, DEFAULT_KIND), events, resource, scope, links,
+                        origin, Dropped(*counts) if any(counts) else None,
                     )
                 )  # fmt: skip
     return Batch(out, len(errors), errors)
@@ -163,8 +174,25 @@ def _links(lks: Any) -> list[SpanLink]:
     for lk in lks:
         ids = link_ids(lk.trace_id, lk.span_id)
         if ids is not None:
-            out.append(SpanLink(ids[0], ids[1], _attrs(lk.attributes)))
+            out.append(SpanLink(ids[0], ids[1], _attrs(lk.attributes), lk.trace_state, lk.flags,
+                                lk.dropped_attributes_count))  # fmt: skip
     return out
+
+
+def _origin(
+    resource_schema: str, resource_dropped: int, version: str, attributes: dict[str, Any], scope_schema: str
+) -> Origin | None:
+    """What a scope's spans share of their :class:`Origin` (None: nothing beyond the defaults)."""
+    if not (resource_schema or resource_dropped or version or attributes or scope_schema):
+        return None
+    return Origin(scope_version=version, scope_attributes=attributes, scope_schema_url=scope_schema,
+                  resource_schema_url=resource_schema, resource_dropped_attributes=resource_dropped)  # fmt: skip
+
+
+def _with_context(base: Origin | None, trace_state: str, flags: int) -> Origin:
+    if base is None:
+        return Origin(trace_state=trace_state, flags=flags)
+    return msgspec.structs.replace(base, trace_state=trace_state, flags=flags)
 
 
 # ---- JSON -------------------------------------------------------------------------------------
@@ -227,14 +255,22 @@ def _json_resource_spans(rs: Any, out: list[Received], errors: list[str]) -> Non
         sc = ss.get("scope")
         name = sc.get("name") if isinstance(sc, dict) else None
         scope = name if isinstance(name, str) and name else None
+        sc = sc if isinstance(sc, dict) else {}
+        try:
+            base = _origin(_json_str(rs.get("schemaUrl")),
+                           _json_count(res.get("droppedAttributesCount") if isinstance(res, dict) else None),
+                           _json_str(sc.get("version")), _json_attrs(sc.get("attributes")),
+                           _json_str(ss.get("schemaUrl")))  # fmt: skip
+        except (InvalidSpan, RecursionError):
+            base = None
         for sp in _list(ss.get("spans"), "spans", True):
             try:
-                out.append(_json_span(sp, resource, scope))
+                out.append(_json_span(sp, resource, scope, base))
             except (InvalidSpan, RecursionError) as e:
                 errors.append(f"span {_json_label(sp)}: {e}")
 
 
-def _json_span(sp: Any, resource: dict[str, Any], scope: str | None) -> Received:
+def _json_span(sp: Any, resource: dict[str, Any], scope: str | None, base: Origin | None = None) -> Received:
     if not isinstance(sp, dict):
         raise InvalidSpan("span is not an object")
     try:
@@ -251,20 +287,41 @@ def _json_span(sp: Any, resource: dict[str, Any], scope: str | None) -> Received
         if not isinstance(ev, dict):
             raise InvalidSpan("an event is not an object")
         events.append(SpanEvent(_json_text(ev.get("name")), _json_time(ev.get("timeUnixNano"), "event time"),
-                                _json_attrs(ev.get("attributes"))))  # fmt: skip
+                                _json_attrs(ev.get("attributes")),
+                                _json_count(ev.get("droppedAttributesCount"))))  # fmt: skip
     links = []
     for lk in _list(sp.get("links"), "links"):
         ids = _json_link_ids(lk)
         if ids is not None:
-            links.append(SpanLink(ids[0], ids[1], _json_attrs(lk.get("attributes"))))
+            links.append(SpanLink(
+                ids[0], ids[1], _json_attrs(lk.get("attributes")), _json_str(lk.get("traceState")),
+                _json_count(lk.get("flags")), _json_count(lk.get("droppedAttributesCount")),
+            ))  # fmt: skip
     status, error = _json_status(sp.get("status"))
     kind = sp.get("kind")
     if type(kind) is int:
         kind = KINDS.get(kind, DEFAULT_KIND)
     else:
         kind = _KIND_NAMES.get(kind, DEFAULT_KIND) if isinstance(kind, str) else DEFAULT_KIND
+    state, flags = _json_str(sp.get("traceState")), _json_count(sp.get("flags"))
+    origin = base if not (state or flags) else _with_context(base, state, flags)
+    counts = (_json_count(sp.get("droppedAttributesCount")), _json_count(sp.get("droppedEventsCount")),
+              _json_count(sp.get("droppedLinksCount")))  # fmt: skip
     return received(trace_id, span_id, parent_id, _json_text(sp.get("name")), start_ns, end_ns, attributes, status,
-                    error, kind, events, resource, scope, links)  # fmt: skip
+                    error, kind, events, resource, scope, links, origin,
+                    Dropped(*counts) if any(counts) else None)  # fmt: skip
+
+
+def _json_str(value: Any) -> str:
+    """A text field (trace state, version, schema URL); anything else reads as empty."""
+    return value if isinstance(value, str) else ""
+
+
+def _json_count(value: Any) -> int:
+    """A count or flags field (uint32: a number, or its decimal text); anything else is 0."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        value = int(value)
+    return value if type(value) is int and 0 <= value < 1 << 32 else 0
 
 
 def _json_id(value: Any, what: str) -> bytes:
@@ -402,28 +459,55 @@ def _kv(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _to_any(v)} for k, v in attrs.items()]
 
 
-def _groups(spans: Iterable[SpanData], service: str) -> list[tuple[dict[str, Any], dict[str, list[SpanData]]]]:
-    """Spans grouped by resource (one per service and process), then by scope, in order of
-    first appearance; spans that name no service get ``service.name = service``."""
-    groups: dict[bytes, tuple[dict[str, Any], dict[str, list[SpanData]]]] = {}
+_NO_ORIGIN = Origin()
+
+
+class _Scope(NamedTuple):
+    name: str
+    version: str
+    attributes: dict[str, Any]
+    schema_url: str
+
+
+class _Group(NamedTuple):
+    resource: dict[str, Any]
+    schema_url: str
+    dropped: int
+    scopes: dict[bytes, tuple[_Scope, list[SpanData]]]
+
+
+def _groups(spans: Iterable[SpanData], service: str) -> list[_Group]:
+    """Spans grouped by resource (one per service and process, with its schema URL), then by
+    scope (name, version, attributes, schema URL), in order of first appearance; spans that
+    name no service get ``service.name = service``."""
+    groups: dict[bytes, _Group] = {}
     for sp in spans:
         resource = sp.resource_or(service)
-        key = msgspec.json.encode(resource, order="sorted")
-        entry = groups.get(key)
-        if entry is None:
-            entry = groups[key] = (resource, {})
-        entry[1].setdefault(sp.scope or "callctx", []).append(sp)
+        o = sp.origin or _NO_ORIGIN
+        key = msgspec.json.encode((resource, o.resource_schema_url, o.resource_dropped_attributes), order="sorted")
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(resource, o.resource_schema_url, o.resource_dropped_attributes, {})
+        scope = _Scope(sp.scope or "callctx", o.scope_version, o.scope_attributes, o.scope_schema_url)
+        skey = msgspec.json.encode(tuple(scope), order="sorted")
+        group.scopes.setdefault(skey, (scope, []))[1].append(sp)
     return list(groups.values())
+
+
+def _counted(body: dict[str, Any], name: str, count: int) -> None:
+    if count:
+        body[name] = count
 
 
 def encode_json(spans: Iterable[SpanData], service: str = "callctx") -> dict[str, Any]:
     """One OTLP/JSON trace request holding ``spans``: one resource per service (process)."""
     out = []
-    for resource, scopes in _groups(spans, service):
+    for group in _groups(spans, service):
         scope_spans = []
-        for scope, group in scopes.items():
+        for scope, members in group.scopes.values():
             bodies = []
-            for sp in group:
+            for sp in members:
+                o = sp.origin or _NO_ORIGIN
                 body: dict[str, Any] = {
                     "traceId": sp.trace_id,
                     "spanId": sp.span_id,
@@ -434,22 +518,55 @@ def encode_json(spans: Iterable[SpanData], service: str = "callctx") -> dict[str
                     "attributes": _kv(sp.attributes),
                     "status": {"code": _STATUS_CODE.get(sp.status, 0), **({"message": sp.error} if sp.error else {})},
                 }
+                if o.trace_state:
+                    body["traceState"] = o.trace_state
+                _counted(body, "flags", o.flags)
                 if sp.parent_id:
                     body["parentSpanId"] = sp.parent_id
+                if sp.dropped is not None:
+                    _counted(body, "droppedAttributesCount", sp.dropped.attributes)
+                    _counted(body, "droppedEventsCount", sp.dropped.events)
+                    _counted(body, "droppedLinksCount", sp.dropped.links)
                 if sp.events:
-                    body["events"] = [
-                        {"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": _kv(e.attributes)}
-                        for e in sp.events
-                    ]
+                    body["events"] = [_json_event(e) for e in sp.events]
                 if sp.links:
-                    body["links"] = [
-                        {"traceId": lk.trace_id, "spanId": lk.span_id, "attributes": _kv(lk.attributes)}
-                        for lk in sp.links
-                    ]
+                    body["links"] = [_json_link(lk) for lk in sp.links]
                 bodies.append(body)
-            scope_spans.append({"scope": {"name": scope}, "spans": bodies})
-        out.append({"resource": {"attributes": _kv(resource)}, "scopeSpans": scope_spans})
+            entry: dict[str, Any] = {"scope": _json_scope(scope), "spans": bodies}
+            if scope.schema_url:
+                entry["schemaUrl"] = scope.schema_url
+            scope_spans.append(entry)
+        resource: dict[str, Any] = {"attributes": _kv(group.resource)}
+        _counted(resource, "droppedAttributesCount", group.dropped)
+        rs: dict[str, Any] = {"resource": resource, "scopeSpans": scope_spans}
+        if group.schema_url:
+            rs["schemaUrl"] = group.schema_url
+        out.append(rs)
     return {"resourceSpans": out}
+
+
+def _json_scope(scope: _Scope) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": scope.name}
+    if scope.version:
+        out["version"] = scope.version
+    if scope.attributes:
+        out["attributes"] = _kv(scope.attributes)
+    return out
+
+
+def _json_event(e: SpanEvent) -> dict[str, Any]:
+    out = {"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": _kv(e.attributes)}
+    _counted(out, "droppedAttributesCount", e.dropped_attributes)
+    return out
+
+
+def _json_link(lk: SpanLink) -> dict[str, Any]:
+    out: dict[str, Any] = {"traceId": lk.trace_id, "spanId": lk.span_id, "attributes": _kv(lk.attributes)}
+    if lk.trace_state:
+        out["traceState"] = lk.trace_state
+    _counted(out, "flags", lk.flags)
+    _counted(out, "droppedAttributesCount", lk.dropped_attributes)
+    return out
 
 
 def encode_value(value: Any, out: AnyValue) -> None:
@@ -480,16 +597,28 @@ def encode_value(value: Any, out: AnyValue) -> None:
 def encode_protobuf(spans: Iterable[SpanData], service: str = "callctx") -> ExportTraceServiceRequest:
     """One OTLP trace request holding ``spans``: one resource per service (process)."""
     req = ExportTraceServiceRequest()
-    for resource, scopes in _groups(spans, service):
+    for group in _groups(spans, service):
         rs: ResourceSpans = req.resource_spans.add()
-        _pb_attrs(rs.resource.attributes, resource)
-        for scope, group in scopes.items():
+        _pb_attrs(rs.resource.attributes, group.resource)
+        rs.resource.dropped_attributes_count = group.dropped
+        rs.schema_url = group.schema_url
+        for scope, members in group.scopes.values():
             ss: ScopeSpans = rs.scope_spans.add()
-            ss.scope.name = scope
-            for sp in group:
+            ss.scope.name = scope.name
+            ss.scope.version = scope.version
+            _pb_attrs(ss.scope.attributes, scope.attributes)
+            ss.schema_url = scope.schema_url
+            for sp in members:
+                o = sp.origin or _NO_ORIGIN
                 p: Span = ss.spans.add()
                 p.trace_id = bytes.fromhex(sp.trace_id)
                 p.span_id = bytes.fromhex(sp.span_id)
+                p.trace_state = o.trace_state
+                p.flags = o.flags
+                if sp.dropped is not None:
+                    p.dropped_attributes_count = sp.dropped.attributes
+                    p.dropped_events_count = sp.dropped.events
+                    p.dropped_links_count = sp.dropped.links
                 if sp.parent_id:
                     p.parent_span_id = bytes.fromhex(sp.parent_id)
                 p.name = sp.name
@@ -505,11 +634,15 @@ def encode_protobuf(spans: Iterable[SpanData], service: str = "callctx") -> Expo
                     pe.name = e.name
                     pe.time_unix_nano = e.time_ns
                     _pb_attrs(pe.attributes, e.attributes)
+                    pe.dropped_attributes_count = e.dropped_attributes
                 for lk in sp.links:
                     pl = p.links.add()
                     pl.trace_id = bytes.fromhex(lk.trace_id)
                     pl.span_id = bytes.fromhex(lk.span_id)
                     _pb_attrs(pl.attributes, lk.attributes)
+                    pl.trace_state = lk.trace_state
+                    pl.flags = lk.flags
+                    pl.dropped_attributes_count = lk.dropped_attributes
     return req
 
 

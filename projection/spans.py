@@ -21,7 +21,19 @@ import msgspec
 
 from . import batch
 from . import schema as s
-from .events import DEFAULT_KIND, Blob, Record, SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, SpanStatus
+from .events import (
+    DEFAULT_KIND,
+    Blob,
+    Dropped,
+    Origin,
+    Record,
+    SpanEnded,
+    SpanEvent,
+    SpanKind,
+    SpanLink,
+    SpanStarted,
+    SpanStatus,
+)
 from .log_reader import read_log
 from .manifest import ManifestError
 from .manifest import decode as decode_manifest
@@ -43,6 +55,8 @@ class SpanData(msgspec.Struct):
     resource: dict[str, Any] = msgspec.field(default_factory=dict)  # service.name, service.instance.id, ...
     scope: str | None = None
     links: list[SpanLink] = msgspec.field(default_factory=list)
+    origin: Origin | None = None  # trace state, flags, the scope's version..., as the span came
+    dropped: Dropped | None = None  # what its sender dropped
 
     @property
     def service(self) -> str | None:
@@ -63,7 +77,8 @@ def to_records(span: SpanData) -> list[Record]:
     texts, then a start and an end."""
     r = batch.received(
         span.trace_id, span.span_id, span.parent_id, span.name, span.start_ns, span.end_ns, span.attributes,
-        span.status, span.error, span.kind, span.events, span.resource, span.scope, span.links,
+        span.status, span.error, span.kind, span.events, span.resource, span.scope, span.links, span.origin,
+        span.dropped,
     )  # fmt: skip
     return batch.records(batch.Batch([r]))
 
@@ -118,6 +133,8 @@ def from_log(path: str | os.PathLike[str]) -> Iterator[SpanData]:
             resource=resource,
             scope=st.scope,
             links=list(end.links) if end is not None else [],
+            origin=st.origin,
+            dropped=end.dropped if end is not None else None,
         )
 
 

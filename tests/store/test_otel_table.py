@@ -102,3 +102,22 @@ def test_a_missing_table_or_another_schema_is_one_clear_line(table):
 def test_a_hostile_table_name_is_refused_before_any_sql(table):
     with pytest.raises(StoreUnavailable, match="not a plain ClickHouse name"):
         OtelTable(table.conn, table="x; DROP TABLE otel.otel_traces")
+
+
+def test_the_columns_the_table_has_for_a_spans_context_keep_it(table, tmp_path):
+    """TraceState, ScopeVersion and Links.TraceState: what the exporter's table can hold of a
+    span's context and scope survives it (schema URLs and dropped counts have no column)."""
+    from callctx.projection.events import Origin, SpanLink
+    from callctx.projection.spans import SpanData, to_records
+
+    span = SpanData(
+        trace_id="a7" * 16, span_id="12" * 8, parent_id=None, name="job", start_ns=10**18, end_ns=10**18 + 5,
+        resource={"service.name": "svc"}, scope="agents",
+        links=[SpanLink("cd" * 16, "34" * 8, {"why": "follows"}, "vendor=7")],
+        origin=Origin(trace_state="congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", scope_version="1.4.2"),
+    )  # fmt: skip
+    sent = exported(log_of(to_records(span), tmp_path))
+    (back,) = through_table(table, sent).spans
+    assert back.started.origin == Origin(trace_state="congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", scope_version="1.4.2")
+    assert back.ended is not None
+    assert [(lk.trace_state, lk.attributes) for lk in back.ended.links] == [("vendor=7", {"why": "follows"})]

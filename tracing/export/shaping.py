@@ -32,7 +32,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, TraceState
 
 from callctx.export.redact import REDACTED, Memo, Redactor, SecretPattern
-from callctx.projection.events import SpanEvent, SpanLink
+from callctx.projection.events import Origin, SpanEvent
 from callctx.projection.schema import BLOB_EVENT
 from callctx.projection.spans import SpanData
 from callctx.projection.texts import CARRIER, split
@@ -191,15 +191,42 @@ class Shaper:
             attributes=self.attributes(span.attributes, limit),
             events=[SpanEvent(BLOB_EVENT, ts or 0, a) for a, ts in texts]
             + [
-                SpanEvent(name(e.name), e.time_ns, self.attributes(e.attributes, limit))
+                SpanEvent(name(e.name), e.time_ns, self.attributes(e.attributes, limit), e.dropped_attributes)
                 for e in span.events
                 if e.name != BLOB_EVENT
             ],
             error=truncate(self.redact(span.error), limit) if span.error else span.error,
             resource=_memo(self._resource_maps, span.resource, lambda: self.attributes(span.resource, limit)),
             scope=name(span.scope) if span.scope else span.scope,
-            links=[SpanLink(lk.trace_id, lk.span_id, self.attributes(lk.attributes, limit)) for lk in span.links],
+            links=[
+                msgspec.structs.replace(
+                    lk, attributes=self.attributes(lk.attributes, limit), trace_state=self._state(lk.trace_state)
+                )
+                for lk in span.links
+            ],
+            origin=self._origin(span.origin) if span.origin is not None else None,
         )
+
+    def _origin(self, origin: Origin) -> Origin:
+        """A span's trace state, scope version and attributes and schema URLs, shaped as the
+        SDK span's are (:meth:`_scope`, :meth:`_context`)."""
+        name = self.redactor.redact_name
+        return msgspec.structs.replace(
+            origin,
+            trace_state=self._state(origin.trace_state),
+            scope_version=name(origin.scope_version) if origin.scope_version else "",
+            scope_attributes=self.attributes(origin.scope_attributes, self.max_value),
+            scope_schema_url=self.redact(origin.scope_schema_url) if origin.scope_schema_url else "",
+            resource_schema_url=self.redact(origin.resource_schema_url) if origin.resource_schema_url else "",
+        )
+
+    def _state(self, header: str) -> str:
+        """A W3C ``tracestate`` header with its values redacted; an entry whose key is a secret,
+        or whose value no longer fits the W3C rules, is dropped."""
+        if not header:
+            return header
+        state = TraceState.from_header([header])
+        return self._shaped_state(state).to_header() if state else ""
 
     def _resource(self, resource: Resource | None) -> Resource | None:
         if resource is None:
@@ -230,13 +257,18 @@ class Shaper:
         or whose value no longer fits the W3C rules, is dropped)."""
         if not context.trace_state:
             return context
-        name = self.redactor.redact_name
-        shaped = [(k, name(v)) for k, v in context.trace_state.items() if name(k) == k]
-        if shaped == list(context.trace_state.items()):
+        state = self._shaped_state(context.trace_state)
+        if state is context.trace_state:
             return context
-        return SpanContext(
-            context.trace_id, context.span_id, context.is_remote, context.trace_flags, TraceState(shaped)
-        )
+        return SpanContext(context.trace_id, context.span_id, context.is_remote, context.trace_flags, state)
+
+    def _shaped_state(self, state: TraceState) -> TraceState:
+        """``state`` with its values redacted (itself when nothing changed)."""
+        name = self.redactor.redact_name
+        shaped = [(k, name(v)) for k, v in state.items() if name(k) == k]
+        if shaped == list(state.items()):
+            return state
+        return TraceState(shaped)
 
 
 def _fill(

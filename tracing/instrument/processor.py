@@ -28,7 +28,17 @@ from opentelemetry.trace import StatusCode
 
 from callctx.projection import Projection
 from callctx.projection import events as ev
-from callctx.projection.events import SpanEnded, SpanEvent, SpanKind, SpanLink, SpanStarted, encode, error_text
+from callctx.projection.events import (
+    Dropped,
+    Origin,
+    SpanEnded,
+    SpanEvent,
+    SpanKind,
+    SpanLink,
+    SpanStarted,
+    encode,
+    error_text,
+)
 from callctx.projection.log import EventLog
 from callctx.projection.schema import BLOB_EVENT, OP_CHAT, OPERATION
 
@@ -99,6 +109,16 @@ def _listed(span: ReadableSpan, private: str, public: str) -> Any:
     return inner if inner is not None else getattr(span, public) or ()
 
 
+def _dropped(span: ReadableSpan) -> Dropped | None:
+    """What the SDK dropped of the span's attributes, events and links (None: nothing)."""
+    counts = (
+        getattr(span, "dropped_attributes", 0) or 0,
+        getattr(span, "dropped_events", 0) or 0,
+        getattr(span, "dropped_links", 0) or 0,
+    )
+    return Dropped(*counts) if any(counts) else None
+
+
 def _events(events: Any) -> list[SpanEvent]:
     """The span's events, but the texts recorded for a model call (the log has them as blobs)."""
     return [SpanEvent(e.name, e.timestamp or 0, dict(e.attributes or {})) for e in events if e.name != BLOB_EVENT]
@@ -116,6 +136,7 @@ class ProjectionProcessor(SpanProcessor):
         self._closed = False
         self._handed = threading.local()  # .attrs: the attributes of the span this thread is starting
         self._blind: tuple[object, bool] = (None, False)  # the last sampler asked about, and the answer
+        self._plain_scope: object = None  # the last scope that carries no version, attributes or schema URL
 
     def start_span(self, tracer: Any, name: str, context: Context | None, attributes: dict[str, Any]) -> Any:
         """Start a span with attributes callctx built (a fresh dict, strings and numbers only),
@@ -164,6 +185,7 @@ class ProjectionProcessor(SpanProcessor):
             self._open[ctx.span_id] = (span_hex, attrs)
             # The process's resource rides on the first span of each trace this process makes.
             resource = _resource(span) if known is None else _NONE
+            scope = span.instrumentation_scope
             event = SpanStarted(
                 trace_hex,
                 span_hex,
@@ -173,7 +195,8 @@ class ProjectionProcessor(SpanProcessor):
                 attrs,
                 _KINDS.get(span.kind, ev.DEFAULT_KIND),
                 resource,
-                span.instrumentation_scope.name if resource and span.instrumentation_scope else None,
+                scope.name if resource and scope else None,
+                self._origin(ctx.trace_state, scope, span.resource if resource else None),
             )
             self._emit(event)
             if self.log is not None and attrs.get(OPERATION) == OP_CHAT:
@@ -216,7 +239,10 @@ class ProjectionProcessor(SpanProcessor):
                     attrs,
                     _events(events) if events else [],
                     [SpanLink(format(lk.context.trace_id, "032x"), format(lk.context.span_id, "016x"),
-                              dict(lk.attributes or {})) for lk in links] if links else [],
+                              dict(lk.attributes or {}),
+                              lk.context.trace_state.to_header() if lk.context.trace_state else "")
+                     for lk in links] if links else [],
+                    _dropped(span),
                 )
             )  # fmt: skip
             if model_call and self.log is not None:
@@ -228,6 +254,24 @@ class ProjectionProcessor(SpanProcessor):
         """Append and fold a record that is not a span event (a collapse of the tree)."""
         if not self._closed:
             self._emit(record)
+
+    def _origin(self, state: Any, scope: Any, resource: Any) -> Origin | None:
+        """What the span carries beyond the fold's fields: its trace state, its scope's
+        version, attributes and schema URL, its resource's schema URL (None: none of those)."""
+        if not state and resource is None and scope is self._plain_scope:
+            return None  # the usual case: a scope already seen to carry nothing more
+        version = getattr(scope, "version", None) or ""
+        scope_attrs = getattr(scope, "attributes", None)
+        scope_schema = getattr(scope, "schema_url", None) or ""
+        resource_schema = getattr(resource, "schema_url", None) or ""
+        if not (state or version or scope_attrs or scope_schema or resource_schema):
+            self._plain_scope = scope
+            return None
+        return Origin(
+            trace_state=state.to_header() if state else "", scope_version=version,
+            scope_attributes=dict(scope_attrs or {}), scope_schema_url=scope_schema,
+            resource_schema_url=resource_schema,
+        )  # fmt: skip
 
     def _trace_hex(self, trace_id: int) -> str:
         last = self._last_trace
