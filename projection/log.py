@@ -10,8 +10,11 @@ Durability contract
   is in the file (in the kernel's page cache). From then on a crash of the process (an exception,
   ``os._exit``, ``SIGKILL``, the OOM killer) cannot lose it.
 * With a buffer (``buffer_bytes > 0``; the runtime's default), records wait in this process's
-  memory and are written together, in order, in one ``write(2)``: when ``buffer_bytes`` wait,
-  when the oldest waiting record is ``buffer_seconds`` old (checked as records arrive, and by a
+  memory and are written together, in order, in one ``write(2)``. Records given as values
+  (:meth:`EventLog.append`) wait as values and are encoded together when the batch is written
+  (they are immutable: frozen structs of strings, numbers and containers nobody changes). They
+  are written when ``buffer_bytes`` wait (a value counts as the average record of the last
+  batch), when the oldest waiting record is ``buffer_seconds`` old (checked as records arrive, and by a
   background thread twice per ``buffer_seconds``), on :meth:`EventLog.flush` (the runtime flushes
   when a model call starts, before its request is sent, so a request on the wire always has its
   records, and everything before them, in the file; and when it ends), and at
@@ -97,6 +100,7 @@ BACKLOG_BYTES = 256 << 20
 """...and at most this many bytes of them; further records are dropped (and counted)."""
 
 _CHUNK = 1 << 22
+_encode_lines = msgspec.json.Encoder().encode_lines  # what events.encode writes, one record per line
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
@@ -206,8 +210,9 @@ class EventLog:
             raise ValueError("buffer_bytes and buffer_seconds must not be negative")
         self.buffer_bytes = buffer_bytes
         self.buffer_seconds = buffer_seconds
-        self._waiting: list[bytes] = []  # buffered records, in order
-        self._waiting_size = 0
+        self._waiting: list[bytes | Record] = []  # buffered records, in order: encoded, or values
+        self._waiting_size = 0  # bytes of the encoded ones, plus an estimate for the values
+        self._per_value = 512  # bytes a record given as a value took, on average, in the last batch
         self._waiting_since = 0.0  # monotonic time of the oldest waiting record
         self.path = Path(path)
         self.fsync = fsync
@@ -233,8 +238,24 @@ class EventLog:
 
     # ---- writing ---------------------------------------------------------------------------
     def append(self, record: Record) -> bool:
-        """Append one record; see :meth:`write`."""
-        return self.write(encode(record))
+        """Append one record; see :meth:`write`. With a buffer it waits as a value, encoded with
+        the rest of its batch when the batch is written (the caller must not change it)."""
+        if not self.buffer_bytes:
+            return self.write(encode(record))
+        with self._lock:
+            if self._fd < 0:
+                raise ValueError(f"event log {self.path} is closed")
+            now = time.monotonic()
+            waiting = self._waiting
+            if not waiting:
+                self._waiting_since = now
+                if self._flusher is None:
+                    self._start_flusher()
+            waiting.append(record)
+            self._waiting_size += self._per_value
+            if self._waiting_size < self.buffer_bytes and now - self._waiting_since < self.buffer_seconds:
+                return True
+            return self._flush()
 
     def write(self, line: bytes) -> bool:
         """Append one encoded record, or several whole ones in one ``write(2)`` (a newline is
@@ -277,15 +298,61 @@ class EventLog:
             return not self._backlog or self._drain()
         self._waiting = []
         self._waiting_size = 0
-        batch = waiting[0] if len(waiting) == 1 else b"".join(waiting)
+        lines = self._encoded(waiting)
+        batch = lines[0] if len(lines) == 1 else b"".join(lines)
         if (self._backlog and not self._drain()) or not self._put(batch):
-            for line in waiting:  # whatever part reached the file was blanked: retry them all
-                self._keep(line)
+            for chunk in lines:  # whatever part reached the file was blanked: retry them all
+                self._keep_all(chunk)
             return False
         self._sync()
         if self._failing:
             self._recovered()
         return True
+
+    def _encoded(self, waiting: list[bytes | Record]) -> list[bytes]:
+        """The waiting records as lines: each run of values encoded in one call."""
+        values = 0
+        for item in waiting:
+            if type(item) is not bytes:
+                values += 1
+        if not values:
+            return waiting  # type: ignore[return-value]  # all bytes
+        out: list[bytes] = []
+        run: list[Record] = []
+        size = 0
+        for item in waiting:
+            if type(item) is bytes:
+                if run:
+                    size += self._encode_run(run, out)
+                    run = []
+                out.append(item)
+            else:
+                run.append(item)  # type: ignore[arg-type]
+        if run:
+            size += self._encode_run(run, out)
+        self._per_value = max(size // values, 64)
+        return out
+
+    def _encode_run(self, run: list[Record], out: list[bytes]) -> int:
+        """Append ``run`` encoded to ``out``; its size. A record that cannot be encoded (a value
+        of a type JSON has no form for) is left out, counted and said, never the batch."""
+        try:
+            chunk = _encode_lines(run)
+        except (TypeError, ValueError, OverflowError):
+            size = 0
+            for record in run:
+                try:
+                    line = encode(record)
+                except (TypeError, ValueError, OverflowError) as e:
+                    self._dropped += 1
+                    log.error("event log %s: a %s record could not be encoded (%s); left out",
+                              self.path, type(record).__name__, e)  # fmt: skip
+                    continue
+                out.append(line)
+                size += len(line)
+            return size
+        out.append(chunk)
+        return len(chunk)
 
     def _forget_waiting(self) -> None:
         """In a forked child: the parent writes what waited; a flusher starts again on need."""
@@ -373,6 +440,15 @@ class EventLog:
             pass
         finally:
             os.close(fd)
+
+    def _keep_all(self, chunk: bytes) -> None:
+        """Keep each record of ``chunk`` (whole lines) in the backlog."""
+        if chunk.count(b"\n") <= 1:
+            self._keep(chunk)
+            return
+        for line in chunk.split(b"\n"):
+            if line:
+                self._keep(line + b"\n")
 
     def _keep(self, line: bytes) -> None:
         if len(self._backlog) >= self._max_records or self._backlog_size + len(line) > self._max_bytes:

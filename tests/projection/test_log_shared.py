@@ -282,3 +282,45 @@ def test_a_full_tmpfs(tmp_path, caplog):
         assert [whose(r)[1] for r in records[1:]] == written + kept + after
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_buffered_log_keeps_values_and_bytes_in_order_and_retries_each_record(tmp_path, monkeypatch, caplog):
+    """Records appended as values wait as values and are encoded with their batch; encoded
+    records written beside them keep their place; a batch the disk refuses is kept record by
+    record and written, in order, when space returns."""
+    path = tmp_path / "log.jsonl"
+    log = EventLog(path, buffer_bytes=1 << 20, buffer_seconds=3600)
+    disk = FullDisk(monkeypatch, log._fd, partial=100)
+    with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
+        for i in range(6):
+            if i % 3 == 2:
+                assert log.write(encode(record(0, i, 300)))  # already encoded
+            else:
+                assert log.append(record(0, i, 300))  # a value, encoded at the flush
+        assert path.stat().st_size == 0  # the batch (the header first) waits
+        disk.full = True
+        assert log.flush() is False  # cut short, then refused: every record kept
+        disk.full = False
+        assert log.append(record(0, 6, 300))
+        assert log.flush()
+        log.close()
+    assert disk.cut
+    damage: list = []
+    records = list(read_log(path, strict=True, damage=damage))
+    assert [whose(r)[1] for r in records[1:]] == list(range(7))
+    assert records[1:] == [record(0, i, 300) for i in range(7)]
+    assert _log_lines(caplog, logging.ERROR) == []
+
+
+def test_a_value_that_cannot_be_encoded_is_left_out_and_its_batch_is_written(tmp_path, caplog):
+    path = tmp_path / "log.jsonl"
+    log = EventLog(path, buffer_bytes=1 << 20, buffer_seconds=3600)
+    bad = SpanStarted("ab" * 16, "f" * 16, None, "w", 1, {"payload": object()})  # JSON has no form for it
+    with caplog.at_level(logging.INFO, logger="callctx.projection.log"):
+        assert log.append(record(0, 0, 10)) and log.append(bad) and log.append(record(0, 2, 10))
+        assert log.flush()
+        log.close()
+    assert [whose(r)[1] for r in list(read_log(path, strict=True))[1:]] == [0, 2]
+    errors = _log_lines(caplog, logging.ERROR)
+    assert len(errors) == 2 and "a SpanStarted record could not be encoded" in errors[0]
+    assert errors[1] == f"event log {path}: 1 records could not be written to {path}"

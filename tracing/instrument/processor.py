@@ -22,9 +22,11 @@ import threading
 from typing import Any
 
 from opentelemetry.context import Context
+from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, sampling
 from opentelemetry.trace import SpanKind as ApiSpanKind
 from opentelemetry.trace import StatusCode
+from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 
 from callctx.projection import Projection
 from callctx.projection import events as ev
@@ -36,7 +38,6 @@ from callctx.projection.events import (
     SpanKind,
     SpanLink,
     SpanStarted,
-    encode,
     error_text,
 )
 from callctx.projection.log import EventLog
@@ -45,6 +46,9 @@ from callctx.projection.schema import BLOB_EVENT, OP_CHAT, OPERATION
 log = logging.getLogger(__name__)
 
 _MISSING = object()
+_INTERNAL = ApiSpanKind.INTERNAL
+_NO_STATE = DEFAULT_TRACE_STATE  # the trace state of every span that was given none
+_SDK_SPAN: type = getattr(sdk_trace, "_Span", Span)  # the class of the spans the SDK's tracers start
 _KINDS: dict[ApiSpanKind, SpanKind] = {
     ApiSpanKind.INTERNAL: ev.KIND_INTERNAL, ApiSpanKind.SERVER: ev.KIND_SERVER, ApiSpanKind.CLIENT: ev.KIND_CLIENT,
     ApiSpanKind.PRODUCER: ev.KIND_PRODUCER, ApiSpanKind.CONSUMER: ev.KIND_CONSUMER,
@@ -111,12 +115,16 @@ def _listed(span: ReadableSpan, private: str, public: str) -> Any:
 
 def _dropped(span: ReadableSpan) -> Dropped | None:
     """What the SDK dropped of the span's attributes, events and links (None: nothing)."""
-    counts = (
-        getattr(span, "dropped_attributes", 0) or 0,
-        getattr(span, "dropped_events", 0) or 0,
-        getattr(span, "dropped_links", 0) or 0,
-    )
-    return Dropped(*counts) if any(counts) else None
+    try:  # the SDK's bounded containers count what they dropped
+        sdk: Any = span
+        counts = (sdk._attributes.dropped, sdk._events.dropped, sdk._links.dropped)
+    except AttributeError:
+        counts = (
+            getattr(span, "dropped_attributes", 0) or 0,
+            getattr(span, "dropped_events", 0) or 0,
+            getattr(span, "dropped_links", 0) or 0,
+        )
+    return Dropped(*counts) if counts[0] or counts[1] or counts[2] else None
 
 
 def _events(events: Any) -> list[SpanEvent]:
@@ -165,10 +173,17 @@ class ProjectionProcessor(SpanProcessor):
         if self._closed:
             return
         try:
-            ctx = span.get_span_context()
-            trace_hex = self._trace_hex(ctx.trace_id)
-            span_hex = format(ctx.span_id, "016x")
-            parent = span.parent
+            ctx: Any
+            if type(span) is _SDK_SPAN:  # the SDK's own span: its fields read without the properties
+                ctx, parent, name, start = span._context, span._parent, span._name, span._start_time
+                kind, scope = span._kind, span._instrumentation_scope
+            else:
+                ctx, parent, name, start = span.get_span_context(), span.parent, span.name, span.start_time
+                kind, scope = span.kind, span.instrumentation_scope
+            sid = ctx.span_id
+            last = self._last_trace
+            trace_hex = last[1] if last[0] == ctx.trace_id else self._trace_hex(ctx.trace_id)
+            span_hex = format(sid, "016x")
             parent_hex = None
             known = None
             if parent is not None and parent.is_valid:
@@ -182,21 +197,25 @@ class ProjectionProcessor(SpanProcessor):
                     attrs = span_attributes(span)  # a limit applied: record what the span holds
             else:
                 attrs = span_attributes(span)
-            self._open[ctx.span_id] = (span_hex, attrs)
+            self._open[sid] = (span_hex, attrs)
             # The process's resource rides on the first span of each trace this process makes.
             resource = _resource(span) if known is None else _NONE
-            scope = span.instrumentation_scope
+            state = ctx.trace_state
+            if state is _NO_STATE:
+                state = None
             event = SpanStarted(
                 trace_hex,
                 span_hex,
                 parent_hex,
-                span.name,
-                span.start_time or 0,
+                name,
+                start or 0,
                 attrs,
-                _KINDS.get(span.kind, ev.DEFAULT_KIND),
+                ev.KIND_INTERNAL if kind is _INTERNAL else _KINDS.get(kind, ev.DEFAULT_KIND),
                 resource,
                 scope.name if resource and scope else None,
-                self._origin(ctx.trace_state, scope, span.resource if resource else None),
+                None
+                if scope is self._plain_scope and not resource and not state
+                else self._origin(state, scope, span.resource if resource else None),
             )
             self._emit(event)
             if self.log is not None and attrs.get(OPERATION) == OP_CHAT:
@@ -208,7 +227,12 @@ class ProjectionProcessor(SpanProcessor):
         if self._closed:
             return
         try:
-            ctx = span.get_span_context()
+            if type(span) is ReadableSpan:  # what the SDK's span hands over as it ends
+                ctx, status, end, raw = span._context, span._status, span._end_time, span._attributes
+                events, links = _listed(span, "_events", "events"), _listed(span, "_links", "links")
+            else:
+                ctx, status, end, raw = span.get_span_context(), span.status, span.end_time, None
+                events, links = span.events or (), span.links or ()
             if ctx is None:  # the SDK's spans always have one; another SDK's might not
                 return
             opened = self._open.pop(ctx.span_id, None)
@@ -218,22 +242,21 @@ class ProjectionProcessor(SpanProcessor):
                 model_call = started.get(OPERATION) == OP_CHAT
                 # The span has ended, its attributes are frozen; values are immutable and kept by
                 # identity, so only those added or replaced since the start are recorded.
-                raw = getattr(getattr(span, "_attributes", None), "_dict", None)
+                raw = getattr(raw, "_dict", None)
                 items = raw.items() if type(raw) is dict else (span.attributes or {}).items()
-                attrs = {k: v for k, v in items if started.get(k, _MISSING) is not v}
+                get = started.get
+                attrs = {k: v for k, v in items if get(k, _MISSING) is not v}
             else:
                 span_hex = format(ctx.span_id, "016x")
                 attrs = span_attributes(span)
-            status = span.status
             code = status.status_code
             failed = code is StatusCode.ERROR
-            events = _listed(span, "_events", "events")
-            links = _listed(span, "_links", "links")
+            last = self._last_trace
             self._emit(
                 SpanEnded(
-                    self._trace_hex(ctx.trace_id),
+                    last[1] if last[0] == ctx.trace_id else self._trace_hex(ctx.trace_id),
                     span_hex,
-                    span.end_time or 0,
+                    end or 0,
                     "error" if failed else ("ok" if code is StatusCode.OK else "unset"),
                     error_text(status.description, ((e.name, e.attributes) for e in events)) if failed else None,
                     attrs,
@@ -257,9 +280,9 @@ class ProjectionProcessor(SpanProcessor):
 
     def _origin(self, state: Any, scope: Any, resource: Any) -> Origin | None:
         """What the span carries beyond the fold's fields: its trace state, its scope's
-        version, attributes and schema URL, its resource's schema URL (None: none of those)."""
-        if not state and resource is None and scope is self._plain_scope:
-            return None  # the usual case: a scope already seen to carry nothing more
+        version, attributes and schema URL, its resource's schema URL (None: none of those).
+        The caller skips it for the usual case: a span of a scope already seen to carry nothing
+        more, with no resource and no trace state."""
         version = getattr(scope, "version", None) or ""
         scope_attrs = getattr(scope, "attributes", None)
         scope_schema = getattr(scope, "schema_url", None) or ""
@@ -287,7 +310,7 @@ class ProjectionProcessor(SpanProcessor):
         proj = self.projection
         with proj.lock:
             if self.log is not None:
-                self.log.write(encode(event))
+                self.log.append(event)  # buffered: kept as a value, encoded with its batch
             proj.apply_locked(event)
 
     def shutdown(self) -> None:
