@@ -56,6 +56,8 @@ TURN: Final = "callctx.turn"  # an implicit call wrapping a model call made outs
 CONTEXT: Final = "callctx.context"
 FUNCTION: Final = "callctx.function"
 CALL_PATH: Final = "callctx.call_path"
+MODEL_CHOICE: Final = "callctx.model_choice"  # who chose the call's model: runtime, agent or exec (MODEL_CHOICES)
+MODEL_CHOICES: Final = ("runtime", "agent", "exec")
 # a text a model call was sent, riding on its chat span as an event (attributes ``hash``, ``text``)
 BLOB_EVENT: Final = "callctx.blob"
 # on a span exported from a log where it never ended: it reads as interrupted again once imported

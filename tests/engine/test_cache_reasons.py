@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import opentelemetry.sdk.trace as otel_sdk_trace
 import pytest
@@ -87,8 +87,8 @@ class Concierge(Agent):
 
     instructions: str | None = LONG
 
-    def __init__(self, tools: list[Callable[..., str]]) -> None:
-        super().__init__()
+    def __init__(self, tools: list[Callable[..., str]], model: Any = None) -> None:
+        super().__init__(model=model)  # None: the runtime's model
         self.offered = tools
 
     @agentic
@@ -201,10 +201,11 @@ def drive(provider: str, tmp: Path) -> Run:
             ask(both, "a second tool", "tools_changed", the_new_tool, "none")
             clocks.pause(PAUSE)  # the TTL running out, without waiting for it
             ask(both, "a pause past the TTL", "ttl_expired", same, "none")
-            runtime.config.model = client(m2)
+            switched = client(m2)
+            both = Concierge([get_weather, get_forecast], model=switched)  # the public way: an agent's model
             ask(both, "another model", "model_changed", same, "none")
-            ask(Receptionist([get_weather, get_forecast]), "an agent with no long instructions", "below_minimum",
-                short=True)  # fmt: skip
+            ask(Receptionist([get_weather, get_forecast], model=switched), "an agent with no long instructions",
+                "below_minimum", short=True)  # fmt: skip
             ask(both, "nothing", "hit")
             server.evict()
             ask(both, "an eviction by the provider", "evicted", same, "none")

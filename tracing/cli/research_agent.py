@@ -211,7 +211,6 @@ def run(
 ) -> list[CallRecord]:
     """Run the research agent once; returns every model call it made (the demo script
     answers unless ``model`` is given; ``scale`` rounds of it)."""
-    runtime.config.model = model or demo_model(scale=scale)
     calls: list[CallRecord] = []
 
     def keep(call: CallRecord) -> None:
@@ -221,7 +220,7 @@ def run(
 
     runtime.on_call(keep)
     try:
-        ResearchAgent(runtime=runtime).research_agent(task=TASK)
+        ResearchAgent(runtime=runtime, model=model or demo_model(scale=scale)).research_agent(task=TASK)
     finally:
         runtime.observers.remove(keep)
     return calls

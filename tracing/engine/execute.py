@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 import msgspec
 from opentelemetry import trace
@@ -31,7 +31,15 @@ from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResult
 from callctx.engine.config import Config
 from callctx.engine.tools import Tool, as_tools, result_text
 from callctx.instrument.decorator import TracedCall
-from callctx.models.base import AsyncModel, AsyncStreamingModel, ModelError, ModelRequest, Reply, StreamingModel
+from callctx.models.base import (
+    AsyncModel,
+    AsyncStreamingModel,
+    Model,
+    ModelError,
+    ModelRequest,
+    Reply,
+    StreamingModel,
+)
 from callctx.projection import Projection, TreeView
 from callctx.projection import schema as s
 from callctx.projection.errors import CallctxError
@@ -46,6 +54,11 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
+
+ModelChoice = Literal["runtime", "agent", "exec"]
+"""Who chose a call's model: the runtime's (``setup(model=)``), its agent's (``Agent.model``),
+or the call's own (``exec(model=)``); recorded on the chat span as ``callctx.model_choice``."""
+assert get_args(ModelChoice) == s.MODEL_CHOICES
 
 
 class OutputValidationError(CallctxError, ValueError):
@@ -85,7 +98,9 @@ class ExecHost(Protocol):
 
     def current_span_id(self) -> str | None: ...
 
-    def view(self, span_id: str) -> TreeView: ...
+    def view(self, span_id: str, model: Model | None = None) -> TreeView: ...
+
+    def model_of(self, spec: Model | str) -> Model: ...
 
     def start_span(self, name: str, attributes: dict[str, Any]) -> trace.Span: ...
 
@@ -126,6 +141,7 @@ def execute(
     attachments: Sequence[Attachment] = (),
     agent: Agent | None = None,
     stream: Callable[[str], None] | None = None,
+    model: Model | str | None = None,
 ) -> Any:
     """One model call and its tool loop, blocking (see :func:`aexecute` for async code)."""
     try:
@@ -137,7 +153,7 @@ def execute(
             "exec() was called from a running event loop, where it would block the loop: "
             "use `await runtime.aexec(...)` (or `await self.aexec(...)` in an Agent) instead"
         )
-    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent)
+    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent, model)
     if steps.top_level:
         # Outside any agentic call: a top-level conversation turn, itself a call in the tree,
         # so the turns of a session see each other.
@@ -158,11 +174,12 @@ async def aexecute(
     attachments: Sequence[Attachment] = (),
     agent: Agent | None = None,
     stream: Callable[[str], Any] | None = None,
+    model: Model | str | None = None,
 ) -> Any:
     """:func:`execute` for async code: the model through its async client, the tool calls of
     one model turn concurrently (async tools awaited, sync ones in threads). What is recorded
     is the same as for ``execute``."""
-    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent)
+    steps = _Steps(rt, prompt, schema, tools, position, output, attachments, agent, model)
     if steps.top_level:
         with TracedCall("turn", {"prompt": prompt}, **{s.TURN: True}) as call:
             call.output = await _adrive(steps.run(), stream)
@@ -277,10 +294,12 @@ class _Steps:
         output: str | None,
         attachments: Sequence[Attachment],
         agent: Agent | None,
+        model: Model | str | None = None,
     ) -> None:
         self.rt = rt
         self.prompt, self.schema, self.tools = prompt, schema, tools
         self.position, self.output, self.attachments, self.agent = position, output, attachments, agent
+        self.model, self.choice = choose_model(rt, model, agent)  # resolved before any span starts
         span_id = rt.current_span_id()
         self.caller = rt.projection.call_of(span_id) if span_id is not None else None  # the agentic call
         self.top_level = self.caller is None
@@ -295,7 +314,8 @@ class _Steps:
             span_id = rt.current_span_id()
             caller = rt.projection.call_of(span_id) if span_id else None
         call_id = caller.span_id if caller is not None else None
-        view = rt.view(call_id) if call_id else None
+        model, choice = self.model, self.choice
+        view = rt.view(call_id, model) if call_id else None
         function = None if top_level or caller is None else caller.function
         # The agent's standing tools first (the same on every call: the tools section opens the
         # cached prefix), then this call's own; an agentic function is never offered to itself.
@@ -324,7 +344,6 @@ class _Steps:
                 )
         else:
             turn = Turn(**turn_inputs)
-        model = cfg.model
         base = cfg.base
         session = base.session.session_id or _trace_hex()
         ctx = base.replace(
@@ -345,7 +364,7 @@ class _Steps:
         exchanges: list[Exchange] = []
         retried = False
         for _ in range(cfg.max_tool_rounds + 1):
-            reply = yield from _chat(rt, context, exchanges, function, call_id, call_path)
+            reply = yield from _chat(rt, model, choice, context, exchanges, function, call_id, call_path)
             if reply.tool_calls:
                 exchanges.append(AssistantTurn(reply.text, list(reply.tool_calls)))
                 by_name = {**deferred, **{t.name: t for t in tool_list}}
@@ -437,15 +456,28 @@ def _validate(text: str, schema: Any) -> Any:
         raise
 
 
+def choose_model(rt: ExecHost, model: Model | str | None, agent: Agent | None) -> tuple[Model, ModelChoice]:
+    """The model a call asks, and who chose it: the call's own (``exec(model=)``), else its
+    agent's (``Agent.model``), else the runtime's. ``provider:model`` specs are resolved once
+    per runtime; ``ValueError`` for an unknown provider, as ``setup`` gives."""
+    if model is not None:
+        return rt.model_of(model), "exec"
+    chosen = getattr(agent, "model", None)
+    if chosen is not None:
+        return rt.model_of(chosen), "agent"
+    return rt.config.model, "runtime"
+
+
 def _chat(
     rt: ExecHost,
+    model: Model,
+    choice: ModelChoice,
     context: Context,
     exchanges: list[Exchange],
     function: str | None,
     call_id: str | None,
     call_path: str | None,
 ) -> Any:  # a generator of steps returning the Reply
-    model = rt.config.model
     params = model.params
     body = wire.build(model.wire, context, exchanges, params)
     manifest, blobs = record.record(context, exchanges, model.wire, params, body)
@@ -457,6 +489,8 @@ def _chat(
         s.SPAN_KIND: "LLM",
         s.CONTEXT: manifest,
     }
+    if choice != "runtime":
+        attrs[s.MODEL_CHOICE] = choice
     if function:
         attrs[s.FUNCTION] = function
     if call_path:

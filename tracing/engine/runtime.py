@@ -96,6 +96,7 @@ class Runtime:
         self._closed = False
         self._sealed: OrderedDict[str, deque[Sealed]] = OrderedDict()  # per session: tree blocks sent
         self._memory_tools: tuple[object, dict[str, MemoryTool]] | None = None  # (backend, its tools by name)
+        self._models: dict[str, Model] = {}  # provider:model specs named by calls and agents, resolved once
         # The one-time work of model calls (the tokenizer, the workspace files), done now, not in the first call.
         prepare(config.base.replace(model=config.model.params.model), config.registry)
 
@@ -115,15 +116,16 @@ class Runtime:
         check_uncarried(name, context, self.processor.running)
         return self.processor.start_span(self.tracer, name, context, attributes)
 
-    def view(self, span_id: str) -> TreeView:
-        """The call tree ``span_id`` sees, within the tree budget: over it, the oldest finished
-        calls collapse into one summary line each (recorded in the log, so replay agrees),
-        down to ``COLLAPSE_TO`` of the budget so the next calls share their prefix again."""
+    def view(self, span_id: str, model: Model | None = None) -> TreeView:
+        """The call tree ``span_id`` sees, within the tree budget (in the tokens of ``model``,
+        default the runtime's): over it, the oldest finished calls collapse into one summary
+        line each (recorded in the log, so replay agrees), down to ``COLLAPSE_TO`` of the budget
+        so the next calls share their prefix again."""
         view = self.projection.view(span_id)
         budget = self.config.tree_budget
         if not budget:
             return view
-        counter = tokens.counter(tokens.encoding_name_for(self.config.model.params.model))
+        counter = tokens.counter(tokens.encoding_name_for((model or self.config.model).params.model))
         if counter.count_chunks(view.chunks) <= budget:
             return view
         for record in self.projection.plan_collapse(span_id, int(budget * COLLAPSE_TO), counter.count):
@@ -154,6 +156,7 @@ class Runtime:
         attachments: Sequence[Attachment] = (),
         agent: Any = None,
         stream: Callable[[str], Any] | None = None,
+        model: Model | str | None = None,
     ) -> Any:
         """Ask the model from inside the current agentic call; returns its (validated) output.
 
@@ -162,12 +165,15 @@ class Runtime:
         msgspec type or Struct) validates the output, with one retry that shows the model the
         error. ``position`` / ``output`` override the call's declared position and output
         contract. ``stream`` receives the text as it arrives (what is recorded is the same).
+        ``model`` (a client or ``provider:model``) asks another model for this call than the
+        agent's (``Agent.model``) or the runtime's; the chat span records the model and who chose
+        it (``callctx.model_choice``).
         Outside any agentic call, the call is a top-level conversation turn. From async code,
         use :meth:`aexec`: called inside a running event loop, ``exec`` raises.
         """
         return execute(
             self, prompt, schema=schema, tools=tools, position=position, output=output,
-            attachments=attachments, agent=agent, stream=stream,
+            attachments=attachments, agent=agent, stream=stream, model=model,
         )  # fmt: skip
 
     async def aexec(
@@ -181,14 +187,29 @@ class Runtime:
         attachments: Sequence[Attachment] = (),
         agent: Any = None,
         stream: Callable[[str], Any] | None = None,
+        model: Model | str | None = None,
     ) -> Any:
         """:meth:`exec` for async code: the provider's async client; the tool calls of one
         model turn run concurrently (async tools awaited, sync ones in threads); ``stream``
         may be a coroutine function."""
         return await aexecute(
             self, prompt, schema=schema, tools=tools, position=position, output=output,
-            attachments=attachments, agent=agent, stream=stream,
+            attachments=attachments, agent=agent, stream=stream, model=model,
         )  # fmt: skip
+
+    def model_of(self, spec: Model | str) -> Model:
+        """A model client: ``spec`` itself, or the client for a ``provider:model`` spec (made
+        once per runtime and spec, then shared by every call that names it). ``ValueError``
+        for an unknown provider or a spec without a model, as :func:`setup` gives."""
+        if not isinstance(spec, str):
+            return spec
+        with self._calls_lock:
+            made = self._models.get(spec)
+        if made is None:
+            made = resolve(spec)
+            with self._calls_lock:
+                made = self._models.setdefault(spec, made)
+        return made
 
     def on_call(self, observer: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
         """Call ``observer`` after every model call (progress displays, tests)."""

@@ -35,6 +35,7 @@ class AgentOptions(TypedDict, total=False):
     output: str | None
     attachments: Sequence[Attachment]
     stream: Callable[[str], Any] | None
+    model: Any  # a model client or ``provider:model``: this call's model, over the agent's and the runtime's
 
 
 class ExecOptions(AgentOptions, total=False):

@@ -28,8 +28,18 @@ class Agent:
     instructions: str | None = None
     tools: ClassVar[Sequence[Callable[..., Any]]] = ()  # offered on every call this agent makes
     mcp: ClassVar[Sequence[Any]] = ()  # MCP servers (callctx.engine.mcp.McpServer) whose tools it offers
+    model: Any = None  # a model client or ``provider:model`` its calls ask (None: the runtime's)
 
-    def __init__(self, name: str | None = None, *, agent_id: str | None = None, runtime: ActiveRuntime | None = None):
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        agent_id: str | None = None,
+        runtime: ActiveRuntime | None = None,
+        model: Any = None,
+    ):
+        if model is not None:
+            self.model = model
         if name:
             self.name = name
         elif not self.name:
@@ -47,7 +57,8 @@ class Agent:
 
     def exec(self, prompt: str, **options: Unpack[AgentOptions]) -> Any:
         """``Runtime.exec`` as this agent (the same options: ``schema``, ``tools``,
-        ``position``, ``output``, ``attachments``, ``stream``)."""
+        ``position``, ``output``, ``attachments``, ``stream``, ``model``), asking the agent's
+        model unless ``model`` names another."""
         return self.runtime.exec(prompt, agent=self, **options)
 
     async def aexec(self, prompt: str, **options: Unpack[AgentOptions]) -> Any:
