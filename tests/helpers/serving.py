@@ -19,7 +19,23 @@ def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_typ
     handler.wfile.write(body)
 
 
-class FakeStore:
+class _Served:
+    """A :class:`ThreadingHTTPServer` on a loopback port, serving in a thread until :meth:`close`."""
+
+    server: ThreadingHTTPServer
+    url: str
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeStore(_Served):
     def __init__(self, answer: Answer) -> None:
         self.seen: list[str] = []
         fake = self
@@ -32,16 +48,10 @@ class FakeStore:
                 fake.seen.append(self.path)
                 reply(self, *answer(self.path))
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
-class Replier:
+class Replier(_Served):
     """A model server that answers POSTs from a script of replies (status, raw body, content
     type; the last one repeats), counting the requests it received."""
 
@@ -62,10 +72,4 @@ class Replier:
                     fake.requests += 1
                 reply(self, *answer)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
