@@ -427,7 +427,26 @@ class ClickHouseStore:
             held = self._tree_held(tree)
         except NotFound:
             raise NotFound(f"no tree {tree}") from None
-        return held.spans(tree, parent, offset=offset, limit=limit)
+        page = held.spans(tree, parent, offset=offset, limit=limit)
+        called = [r.span_id for r in page.items if r.call is not None]
+        if called:  # the held traces number their calls among themselves: the table's numbers
+            numbers = self._numbers(called)
+            for r in page.items:
+                if r.call is not None:
+                    r.call = numbers.get(r.span_id, r.call)
+        return page
+
+    def _numbers(self, span_ids: Sequence[str]) -> dict[str, int]:
+        """The numbers of the calls ``span_ids`` among every call of the table."""
+        out: dict[str, int] = {}
+        for i in range(0, len(span_ids), _CHUNK):
+            rows = self._q(
+                "SELECT SpanId, n FROM (SELECT SpanId, row_number() OVER (ORDER BY start_ns, SpanId) AS n "
+                f"FROM {self.derived.current_calls}) WHERE SpanId IN {{s:Array(String)}}",
+                {"s": list(span_ids[i : i + _CHUNK])},
+            )
+            out.update({r["SpanId"]: int(r["n"]) for r in rows})
+        return out
 
     def span_io(self, span_id: str) -> SpanIO:
         held = self._span_held(span_id)
