@@ -39,11 +39,13 @@ class Chain(msgspec.Struct, frozen=True):
     """The agentic calls above a span, outermost first; ``missing``: the span the walk could
     not find (the chain may grow when it arrives), else None; ``in_our_call``: the span runs
     inside one of callctx's own model calls (the provider SDK's own span of the request we
-    made: part of that call, not a call of its own)."""
+    made: part of that call, not a call of its own); ``agent``: the span id of the nearest
+    agentic ancestor (the call the span runs in; None: none found yet, or the top level)."""
 
     path: list[str]
     missing: str | None = None
     in_our_call: bool = False
+    agent: str | None = None
 
     @property
     def function(self) -> str | None:
@@ -60,20 +62,23 @@ def agentic_chain(parent_id: str | None, lookup: Callable[[str], Ancestor | None
     names: list[str] = []
     seen: set[str] = set()
     ours = False
+    agent: str | None = None
     sid = parent_id
     while sid is not None and sid not in seen and len(seen) < MAX_DEPTH:
         seen.add(sid)
         link = lookup(sid)
         if link is None:
             names.reverse()
-            return Chain(names, sid, ours)
+            return Chain(names, sid, ours, agent)
         if link.kind == "agentic":
+            if not names:
+                agent = sid
             names.append(link.function)
         elif link.ours and not names:
             ours = True
         sid = link.parent_id
     names.reverse()
-    return Chain(names, None, ours)
+    return Chain(names, None, ours, agent)
 
 
 __all__ = ["MAX_DEPTH", "Ancestor", "Chain", "agentic_chain"]

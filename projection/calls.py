@@ -75,6 +75,9 @@ class ModelCall(msgspec.Struct, kw_only=True):
     instrumentation traced has none (its context is reconstructed from its span). ``path`` is
     the functions of the agentic calls it ran under, the outermost first; ``function`` the
     innermost of them (None: a top-level turn). ``tree`` is the session or trace it belongs to.
+    ``agent_span`` is the span id of that innermost agentic call (its nearest agentic
+    ancestor), and ``excerpt`` the first words of that call's input, on one line (None: not
+    known, or no input), so that calls of one function can be told apart.
     """
 
     index: int = 0
@@ -94,6 +97,8 @@ class ModelCall(msgspec.Struct, kw_only=True):
     service: str | None = None
     session: str | None = None
     tree: str | None = None
+    agent_span: str | None = None
+    excerpt: str | None = None
 
     @property
     def foreign(self) -> bool:

@@ -8,7 +8,8 @@ failure.
 
 Helpers for the tests (``from .conftest import ...``): :func:`wait_for` polls a condition with a
 deadline, :func:`js_errors` returns the page's console errors, :func:`screenshot` saves a PNG to
-``$CALLCTX_SCREENSHOTS`` when that is set.
+``$CALLCTX_SCREENSHOTS`` when that is set. The ``sized`` fixture gives the browser at each window
+width the page must work at (:data:`WIDTHS`), the test run once per width.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ except ImportError:  # the skip below says how to get it
 REBOUND = "rebound.example"  # the browser resolves it to 127.0.0.1 (DNS rebinding, made up front)
 HINT = "run `make browser` (installs Debian's chromium and chromium-driver, and the test extras)"
 WINDOW = (1366, 900)
+WIDTHS = (1024, 1600)  # the page works from 1024 px wide up: the narrowest and a wide screen
 
 
 def chromium_path() -> str | None:
@@ -79,6 +81,18 @@ def browser() -> Iterator[Any]:
             yield driver
         finally:
             driver.quit()
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
+def sized(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The browser with its window ``request.param`` pixels wide (the page's viewport as wide),
+    set back to :data:`WINDOW` after the test."""
+    browser.set_window_size(request.param, WINDOW[1])
+    wait_for(browser, lambda d: d.execute_script("return window.innerWidth") == request.param, message="the width")
+    try:
+        yield browser
+    finally:
+        browser.set_window_size(*WINDOW)
 
 
 def js_errors(driver: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from helpers.cli import cli_ok
 from helpers.foreign_chat import session
 from helpers.otel_rows import exported
 from helpers.stores import log_of
+from helpers.trip import trip_log
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -140,11 +141,12 @@ def test_a_deep_link_opens_the_same_view(browser, demo):
 def test_request_as_sent_and_in_another_wire(browser, demo):
     log, page = demo
     open_page(browser, f"{page.base}/ui/calls/2")
-    pre = wait_for(browser, lambda d: (css(d, "[data-testid=request]") or [None])[0])
-    wait_for(browser, lambda d: pre.text.strip().startswith("{"))
-    assert json.loads(pre.get_attribute("textContent")) == json.loads(cli_ok("context", log, "--at", 2, "--json"))
+    wait_for(browser, lambda d: css(d, "[data-testid=request][data-ready]"))
+    raw = css(browser, "[data-testid=request-raw]")[0]  # the JSON itself, beside the view that reads it
+    assert json.loads(raw.get_attribute("textContent")) == json.loads(cli_ok("context", log, "--at", 2, "--json"))
     Select(css(browser, "[data-testid=wire-select]")[0]).select_by_value("gemini")
-    wait_for(browser, lambda d: '"contents"' in css(d, "[data-testid=request]")[0].get_attribute("textContent"))
+    wait_for(browser, lambda d: '"contents"' in css(d, "[data-testid=request-raw]")[0].get_attribute("textContent"))
+    assert '"contents"' in css(browser, "[data-testid=request]")[0].text
 
 
 def test_the_chart_and_the_provider(browser, demo):
@@ -383,7 +385,23 @@ def test_the_pictures_in_the_readme(browser, tmp_path):
         screenshot(browser, "diff")
         open_page(browser, f"{page.base}/ui/traces/demo")
         wait_for(browser, lambda d: css(d, "[data-testid=chart]") and css(d, "[data-testid=call-row]"))
+        wait_for(browser, lambda d: css(d, "[data-testid=node-excerpt]"), message="the tree's first level")
         screenshot(browser, "session")
+        assert js_errors(browser) == []
+    finally:
+        page.server.shutdown()
+    # an agentic call opened from the tree: the planner's budget check, which failed
+    page = Page(trip_log(tmp_path))
+    try:
+        root = page.api("/ui/api/trees/trip/nodes")["nodes"][0]["span_id"]
+        kids = page.api(f"/ui/api/trees/trip/nodes?parent={root}")["nodes"]
+        span = next(n["span_id"] for n in kids if n["function"] == "check_budget")
+        open_page(browser, f"{page.base}/ui/traces/trip")
+        node = wait_for(browser, lambda d: css(d, f"[data-testid=node][data-span='{span}'] .name"))[0]
+        node.click()
+        shown = wait_for(browser, lambda d: css(d, f"[data-testid=span][data-span='{span}'] [data-testid=span-error]"))
+        assert "OutputValidationError" in shown[0].text
+        screenshot(browser, "span")
         assert js_errors(browser) == []
     finally:
         page.server.shutdown()

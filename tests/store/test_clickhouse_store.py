@@ -279,3 +279,27 @@ def test_rows_the_decoder_refuses_are_counted_and_the_rest_listed(conn, demo):
     t.insert([bad])
     with ClickHouseStore(conn, table=t.table) as ch:
         assert ch.state().damaged == 1 and ch.state().calls == 11
+
+
+def test_with_two_trees_in_the_table_every_node_carries_the_number_the_listing_gives(conn, demo, tmp_path):
+    """A tree's spans are folded from its own traces; the calls among them are still numbered
+    over every call of the table, as the listing numbers them (and as the local store does)."""
+    framework = exported(log_of(foreign_chat.session(), tmp_path / "s"))
+    local, ch = pair(conn, tmp_path, Batch([*demo.spans, *framework.spans]))
+    with local, ch:
+        numbers = {c.span_id: c.index for c in all_calls(ch)}
+        assert len(numbers) == 11 + 5
+        seen = 0
+        for key in tree_keys(local):
+            parents: list[str | None] = [None]
+            while parents:
+                parent = parents.pop()
+                nodes = ch.spans(key, parent, limit=1000)
+                assert nodes == local.spans(key, parent, limit=1000)
+                for n in nodes.items:
+                    if n.call is not None:
+                        assert n.call == numbers[n.span_id]
+                        seen += 1
+                    if n.children:
+                        parents.append(n.span_id)
+        assert seen == len(numbers)

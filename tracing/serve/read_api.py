@@ -91,7 +91,7 @@ def call_json(c: ModelCall) -> dict[str, Any]:
     """A model call as the read API lists it."""
     return {
         "index": c.index, "span_id": c.span_id, "trace_id": c.trace_id, "tree": c.tree, "function": c.function,
-        "call_path": c.call_path, "service": c.service, "session": c.session, "model": c.model,
+        "call_path": c.call_path, "excerpt": c.excerpt, "service": c.service, "session": c.session, "model": c.model,
         "provider": c.provider, "status": c.status, "error": c.error, "start_ns": c.start_ns,
         "latency_ms": c.latency_ms, "usage": c.usage.counts(), "reconstructed": c.foreign,
     }  # fmt: skip

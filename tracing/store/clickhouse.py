@@ -11,7 +11,8 @@ How each answer is made:
 * sessions, traces and model calls, with filters, pages and totals, and the facets: SQL over
   the listings; calls numbered over every call by ``row_number() OVER (ORDER BY start_ns,
   SpanId)``, whatever the filter.
-* a tree (its spans a level at a time, its YAML, a span's view of it, a span's ancestors):
+* a tree (its spans a level at a time, its YAML, a span's view of it, a span's ancestors, one
+  span's input and output):
   the rows of its traces, one bounded query, folded on read by the projection
   (a :class:`~callctx.store.held.HeldStore`); the last trees read are kept while their
   traces do not change, up to ``max_trees`` trees and ``max_tree_spans`` spans.
@@ -55,6 +56,7 @@ from .model import (
     Filter,
     Page,
     Recorded,
+    SpanIO,
     SpanRow,
     Spend,
     StoreState,
@@ -74,7 +76,7 @@ _CHUNK: Final = 1000  # ids per lookup
 
 _CALL_COLUMNS: Final = (
     "TraceId, SpanId, ParentSpanId, start_ns, end_ns, status, error, service, session, model, provider, "
-    "function, path, manifest, input, output, cache_read, cache_write, tree"
+    "function, path, manifest, input, output, cache_read, cache_write, tree, agent_span, excerpt"
 )
 
 
@@ -180,7 +182,7 @@ class ClickHouseStore:
         )
         return StoreState(
             cursor=cursor, calls=int(calls["n"]), trees=int(trees["n"]), spans=int(trees["n_spans"] or 0),
-            source=self.source, exists=cursor > 0, damaged=d.rejected, ledger=self.ledger.fed,
+            source=self.source, exists=cursor > 0, damaged=d.rejected, ledger=self.ledger.fed, kind="table",
         )  # fmt: skip
 
     def facets(self) -> Facets:
@@ -230,6 +232,8 @@ class ClickHouseStore:
             conds.append("manifest IS NOT NULL")
         elif f.ours is False:
             conds.append("manifest IS NULL")
+        if f.agent_in is not None:
+            add("agent_span IN {agents:Array(String)}", "agents", list(f.agent_in))
         return " AND ".join(conds) or "1", params
 
     def calls(self, f: Filter = ANY, *, offset: int = 0, limit: int = 100) -> Page[ModelCall]:
@@ -242,7 +246,7 @@ class ClickHouseStore:
         # numbered over every call on the columns the order and the filter need; the page's
         # calls then read whole by id
         numbered = (
-            "(SELECT TraceId, SpanId, start_ns, status, service, session, model, function, manifest, "
+            "(SELECT TraceId, SpanId, start_ns, status, service, session, model, function, manifest, agent_span, "
             f"row_number() OVER (ORDER BY start_ns, SpanId) AS n FROM {self.derived.current_calls})"
         )
         rows = self._q(
@@ -423,7 +427,32 @@ class ClickHouseStore:
             held = self._tree_held(tree)
         except NotFound:
             raise NotFound(f"no tree {tree}") from None
-        return held.spans(tree, parent, offset=offset, limit=limit)
+        page = held.spans(tree, parent, offset=offset, limit=limit)
+        called = [r.span_id for r in page.items if r.call is not None]
+        if called:  # the held traces number their calls among themselves: the table's numbers
+            numbers = self._numbers(called)
+            for r in page.items:
+                if r.call is not None:
+                    r.call = numbers.get(r.span_id, r.call)
+        return page
+
+    def _numbers(self, span_ids: Sequence[str]) -> dict[str, int]:
+        """The numbers of the calls ``span_ids`` among every call of the table."""
+        out: dict[str, int] = {}
+        for i in range(0, len(span_ids), _CHUNK):
+            rows = self._q(
+                "SELECT SpanId, n FROM (SELECT SpanId, row_number() OVER (ORDER BY start_ns, SpanId) AS n "
+                f"FROM {self.derived.current_calls}) WHERE SpanId IN {{s:Array(String)}}",
+                {"s": list(span_ids[i : i + _CHUNK])},
+            )
+            out.update({r["SpanId"]: int(r["n"]) for r in rows})
+        return out
+
+    def span_io(self, span_id: str) -> SpanIO:
+        held = self._span_held(span_id)
+        if held is None:
+            raise NotFound(f"unknown span {span_id!r}")
+        return held.span_io(span_id)
 
     def ancestors(self, span_id: str) -> list[str]:
         held = self._span_held(span_id)
@@ -538,7 +567,7 @@ def _call(r: dict[str, Any]) -> ModelCall:
         function=r["function"], path=list(r["path"]), manifest=r["manifest"],
         status="interrupted" if status == "running" else status, error=r["error"],
         usage=_usage(r["input"], r["output"], r["cache_read"], r["cache_write"]), service=r["service"],
-        session=r["session"], tree=r["tree"] or r["TraceId"],
+        session=r["session"], tree=r["tree"] or r["TraceId"], agent_span=r["agent_span"], excerpt=r["excerpt"],
     )  # fmt: skip
 
 

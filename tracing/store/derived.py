@@ -18,8 +18,10 @@ with ``version`` the time of the derivation:
 * ``T_callctx_traces``: per trace, the rows of ``T`` it was derived from (``rows``), the tree it
   is listed under and every tree it belongs to, times, counts, services, agentic functions
   and root spans.
-* ``T_callctx_calls``: per model call, what listings filter by and show (``ModelCall``), and the
-  wrapper span above it, if any.
+* ``T_callctx_calls``: per model call, what listings filter by and show (``ModelCall``: its
+  function, the agentic call it ran in and the first words of that one's input too), and the
+  wrapper span above it, if any. A table made before those two columns existed gets them
+  (:data:`_ADDED`; a call derived before reads them as unknown until its trace is derived again).
 * ``T_callctx_blobs``: per text hash, the span whose ``callctx.blob`` event carries it.
 * ``T_callctx_parts``: per part of a longer text (its hash and part number), the span that
   carries that part (see :mod:`callctx.projection.texts`).
@@ -73,7 +75,8 @@ _DDL: Final = (
     end_ns Nullable(Int64), status LowCardinality(String), error Nullable(String), service Nullable(String),
     session Nullable(String), tree String, model Nullable(String), provider Nullable(String),
     function Nullable(String), path Array(String), manifest Nullable(String), input Nullable(Int64),
-    output Nullable(Int64), cache_read Nullable(Int64), cache_write Nullable(Int64), around String
+    output Nullable(Int64), cache_read Nullable(Int64), cache_write Nullable(Int64), around String,
+    agent_span Nullable(String), excerpt Nullable(String)
 ) ENGINE = ReplacingMergeTree(version) ORDER BY (TraceId, SpanId)""",
     """CREATE TABLE IF NOT EXISTS {blobs} (
     hash String, TraceId String, SpanId String, version UInt64
@@ -81,6 +84,12 @@ _DDL: Final = (
     """CREATE TABLE IF NOT EXISTS {parts} (
     hash String, part UInt32, parts UInt32, TraceId String, SpanId String, version UInt64
 ) ENGINE = ReplacingMergeTree(version) ORDER BY (hash, part)""",
+)
+
+
+_ADDED: Final = (  # columns added since the first version of the tables, for tables made before
+    "ALTER TABLE {calls} ADD COLUMN IF NOT EXISTS agent_span Nullable(String)",
+    "ALTER TABLE {calls} ADD COLUMN IF NOT EXISTS excerpt Nullable(String)",
 )
 
 
@@ -126,7 +135,7 @@ class Derived:
 
     def create(self) -> None:
         try:
-            for ddl in _DDL:
+            for ddl in (*_DDL, *_ADDED):
                 self.table.conn.command(
                     ddl.format(traces=self.traces, calls=self.calls, blobs=self.blobs, parts=self.parts)
                 )
@@ -308,6 +317,7 @@ def _call_row(c: ModelCall, version: int, wrapped: bool) -> dict[str, Any]:
         "session": c.session, "tree": c.tree or c.trace_id, "model": c.model, "provider": c.provider,
         "function": c.function, "path": c.path, "manifest": c.manifest, "input": u.input, "output": u.output,
         "cache_read": u.cache_read, "cache_write": u.cache_write, "around": c.parent_id if wrapped else "",
+        "agent_span": c.agent_span, "excerpt": c.excerpt,
     }  # fmt: skip
 
 

@@ -10,11 +10,13 @@ block boundary, and the next one resumes from there. An index of another schema 
 of another log, is emptied and made again.
 
 Rows per span (its start and end records' byte ranges; a span's start and end may arrive in
-either order, and again: each counts once), per model call (the facts readers filter by, its
-usage, and for callctx's own calls the manifest), per trace (times, counts, services, the
-trees it belongs to) and per text (``Blob``). A foreign call's function is its nearest agentic
-ancestor (:func:`callctx.projection.ancestry.agentic_chain`); when the chain reaches a span
-not indexed yet, the call waits for it in ``pending`` and is resolved when it arrives.
+either order, and again: each counts once; for agentic and tool spans the first words of their
+input, :mod:`callctx.store.excerpts`), per model call (the facts readers filter by, its usage,
+the agentic call it ran in, and for callctx's own calls the manifest), per trace (times,
+counts, services, the trees it belongs to) and per text (``Blob``). A call runs in its nearest
+agentic ancestor (:func:`callctx.projection.ancestry.agentic_chain`), which also names a
+foreign call's function; when the chain reaches a span not indexed yet, the call waits for it
+in ``pending`` and is resolved when it arrives.
 
 Threading: one connection, used under the index's lock; any thread may call any method.
 Errors: ``sqlite3.Error`` propagates; numbers SQLite cannot hold (hostile spans) are clamped
@@ -37,22 +39,24 @@ import msgspec
 from callctx.projection import schema as s
 from callctx.projection.ancestry import MAX_DEPTH, Ancestor, Chain, agentic_chain
 from callctx.projection.calls import ModelCall, RunStatus, Usage, model_call
-from callctx.projection.dialects import classify, conversation, function_name
+from callctx.projection.dialects import Kind, classify, conversation, function_name, input_of
 from callctx.projection.events import Blob, Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.log_reader import Located
 
+from .excerpts import excerpt
 from .model import Filter, Spend, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
-VERSION = 5  # the schema's, in SQLite's user_version: an index of another version is made anew
+VERSION = 6  # the schema's, in SQLite's user_version: an index of another version is made anew
 _TABLES = ("spans", "calls", "traces", "memberships", "blobs", "extras", "pending", "wrapped", "meta")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, name TEXT, kind TEXT, function TEXT,
     start_ns INTEGER, end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT,
     start_at INTEGER, start_len INTEGER, end_at INTEGER, end_len INTEGER,
-    started INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL DEFAULT 0
+    started INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL DEFAULT 0,
+    excerpt TEXT
 );
 CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, start_ns);
 CREATE INDEX IF NOT EXISTS spans_parent ON spans(parent_id, start_ns);
@@ -61,7 +65,7 @@ CREATE TABLE IF NOT EXISTS calls (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER NOT NULL,
     end_ns INTEGER, status TEXT NOT NULL, error TEXT, service TEXT, session TEXT, model TEXT, provider TEXT,
     function TEXT, path TEXT NOT NULL DEFAULT '[]', manifest TEXT,
-    input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER
+    input INTEGER, output INTEGER, cache_read INTEGER, cache_write INTEGER, agent TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_order ON calls(start_ns, span_id);
 CREATE INDEX IF NOT EXISTS calls_trace ON calls(trace_id);
@@ -240,23 +244,25 @@ class Index:
     _CALL_COLUMNS = (
         "c.span_id, c.trace_id, c.parent_id, c.start_ns, c.end_ns, c.status, c.error, c.service, c.session, "
         "c.model, c.provider, c.function, c.path, c.manifest, c.input, c.output, c.cache_read, c.cache_write, "
-        f"(SELECT {_TREE} FROM traces t WHERE t.trace_id = c.trace_id)"
+        f"(SELECT {_TREE} FROM traces t WHERE t.trace_id = c.trace_id), c.agent, "
+        "(SELECT a.excerpt FROM spans a WHERE a.span_id = c.agent)"
     )
 
     def _call(self, row: tuple[Any, ...], index: int) -> ModelCall:
         (span_id, trace_id, parent_id, start, end, status, error, service, session, model, provider, function,
-         path, manifest, i, o, cr, cw, tree) = row  # fmt: skip
+         path, manifest, i, o, cr, cw, tree, agent, excerpt) = row  # fmt: skip
         return ModelCall(
             index=index, trace_id=trace_id, span_id=span_id, parent_id=parent_id, start_ns=start, end_ns=end,
             provider=provider, model=model, function=function, path=json.loads(path), manifest=manifest,
             status=status, error=error, usage=Usage(i, o, cr, cw), service=service, session=session,
-            tree=tree or trace_id,
+            tree=tree or trace_id, agent_span=agent, excerpt=excerpt,
         )  # fmt: skip
 
     def _calls_where(self, f: Filter) -> tuple[str, list[Any]]:
         status = {"running": ("c.end_ns IS NULL AND c.status = 'running'", True)}.get(
             f.status or "", ("c.status = ?", f.status)
         )
+        agents = f.agent_in
         return _where(
             ("c.service = ?", f.service),
             ("c.session = ?", f.session),
@@ -268,6 +274,7 @@ class Index:
             status,
             ("c.manifest IS NOT NULL", True if f.ours is True else None),
             ("c.manifest IS NULL", True if f.ours is False else None),
+            ("c.agent IN (SELECT value FROM json_each(?))", json.dumps(list(agents)) if agents is not None else None),
         )
 
     def calls(self, f: Filter, offset: int, limit: int) -> tuple[int, list[ModelCall]]:
@@ -391,7 +398,8 @@ class Index:
         with self.lock:
             total = self._db.execute(f"SELECT count(*) FROM spans s WHERE {where}", (key,)).fetchone()[0]
             rows = self._db.execute(
-                f"SELECT {_SPAN_COLUMNS} FROM spans s WHERE {where} ORDER BY s.start_ns, s.span_id LIMIT ? OFFSET ?",
+                f"SELECT {_SPAN_COLUMNS}, s.excerpt FROM spans s WHERE {where} ORDER BY s.start_ns, s.span_id "
+                "LIMIT ? OFFSET ?",
                 (key, limit, offset),
             ).fetchall()
         return total, rows
@@ -402,7 +410,7 @@ class Index:
                 "SELECT count(*) FROM spans WHERE parent_id = ? AND started = 1", (parent,)
             ).fetchone()[0]
             rows = self._db.execute(
-                f"SELECT {_SPAN_COLUMNS} FROM spans s WHERE s.parent_id = ? AND s.started = 1 "
+                f"SELECT {_SPAN_COLUMNS}, s.excerpt FROM spans s WHERE s.parent_id = ? AND s.started = 1 "
                 "ORDER BY s.start_ns, s.span_id LIMIT ? OFFSET ?",
                 (parent, limit, offset),
             ).fetchall()
@@ -632,7 +640,7 @@ class _Block:
             self.placed[sid] = placed
             arrived.append(sid)
             span_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
-                              item.offset, item.length, int(ours)))  # fmt: skip
+                              item.offset, item.length, int(ours), _excerpt(kind, attrs)))  # fmt: skip
             t = self._trace(st.trace_id)
             t["spans"] += 1
             t["first"] = start_ns if t["first"] is None else min(t["first"], start_ns)
@@ -674,19 +682,20 @@ class _Block:
             status=run_status(True, end is not None, end.status if end is not None else None),
             error=end.error if end is not None else None, service=service, session=session,
         )  # fmt: skip
-        if call.manifest is None:
-            chain = self._chain(st.parent_id)
+        chain = self._chain(st.parent_id)
+        if call.manifest is None:  # ours name their function and path themselves
             if chain.in_our_call:
                 return None
             if self._wrapped(st.span_id, st.parent_id, call.usage, end is not None):
                 return None
             call.path, call.function = chain.path, chain.function
-            if not chain.complete and chain.missing is not None:
-                self.db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, st.span_id))
+        if not chain.complete and chain.missing is not None:
+            self.db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, st.span_id))
         u = call.usage
         return (call.span_id, call.trace_id, call.parent_id, call.start_ns, call.end_ns, call.status, call.error,
                 service, session, call.model, call.provider, call.function, json.dumps(call.path), call.manifest,
-                _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write))  # fmt: skip
+                _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write),
+                chain.agent)  # fmt: skip
 
     def _wrapped(self, span_id: str, parent_id: str | None, usage: Usage, ended: bool) -> bool:
         """Is this LLM span a wrapper already found, or a preparation under one (ended, no usage)?"""
@@ -744,7 +753,10 @@ class _Block:
             placed = self.placed.get(sid)
             now = placed or was
             end_ns = _i64(end.end_ns)
-            end_rows.append((sid, end.trace_id, end_ns, end.status, end.error, item.offset, item.length))
+            # an input that only the end carries (some instrumentations set it late): its excerpt
+            known_kind = now.kind if now is not None else None
+            late = _excerpt(known_kind, end.attributes)
+            end_rows.append((sid, end.trace_id, end_ns, end.status, end.error, item.offset, item.length, late))
             t = self._trace(end.trace_id)
             t["last"] = max(t["last"] or 0, end_ns or 0)
             if end.status == "error":
@@ -771,20 +783,26 @@ class _Block:
                 db.executemany("DELETE FROM pending WHERE missing = ? AND call = ?", rows)
                 waiting.extend(r[1] for r in rows)
         updates = []
+        agents = []
         for call_id in dict.fromkeys(waiting):
-            row = db.execute("SELECT parent_id FROM calls WHERE span_id = ?", (call_id,)).fetchone()
+            row = db.execute("SELECT parent_id, manifest FROM calls WHERE span_id = ?", (call_id,)).fetchone()
             if row is None:
                 continue
             chain = self._chain(row[0])
-            if chain.in_our_call:  # the provider SDK's own span of one of our calls
+            if row[1] is None and chain.in_our_call:  # the provider SDK's own span of one of our calls
                 db.execute("DELETE FROM calls WHERE span_id = ?", (call_id,))
                 continue
             if chain.missing is not None:
                 db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, call_id))
-            updates.append((chain.function, json.dumps(chain.path), call_id))
+            if row[1] is not None:  # ours name their function and path: only the agentic call it ran in waited
+                agents.append((chain.agent, call_id))
+                continue
+            updates.append((chain.function, json.dumps(chain.path), chain.agent, call_id))
         if updates:
-            db.executemany("UPDATE calls SET function = ?, path = ? WHERE span_id = ?", updates)
-        return [u[2] for u in updates]
+            db.executemany("UPDATE calls SET function = ?, path = ?, agent = ? WHERE span_id = ?", updates)
+        if agents:
+            db.executemany("UPDATE calls SET agent = ? WHERE span_id = ?", agents)
+        return [u[-1] for u in updates]
 
     def _unwrap(self, call_rows: list[tuple[Any, ...]], call_ends: list[tuple[Any, ...]], resolved: list[str]) -> None:
         """One model call per request: an LLM span of another instrumentation above one that
@@ -846,6 +864,17 @@ class _Block:
             db.executemany("INSERT OR IGNORE INTO memberships VALUES (?, ?)", [(tree, tid) for tree in t["trees"]])
 
 
+_EXCERPTED = ("agentic", "tool")  # the spans whose input a listing shows the first words of
+
+
+def _excerpt(kind: Kind | None, attrs: dict[str, Any]) -> str | None:
+    """The first words of an agentic or tool span's input (see :mod:`callctx.store.excerpts`)."""
+    if kind not in _EXCERPTED:
+        return None
+    text, mime = input_of(kind, attrs)
+    return excerpt(text, mime if isinstance(mime, str) else None)
+
+
 def _end_model(attrs: dict[str, Any]) -> str | None:
     """The model an end record names (the response model), for a call whose start named none."""
     for key in (s.REQUEST_MODEL, s.RESPONSE_MODEL, "gen_ai.response.model", "llm.model_name"):
@@ -857,22 +886,24 @@ def _end_model(attrs: dict[str, Any]) -> str | None:
 
 _UPSERT_START = (
     "INSERT INTO spans (span_id, trace_id, parent_id, name, kind, function, start_ns, service, session, start_at, "
-    "start_len, ours, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1) ON CONFLICT(span_id) DO UPDATE SET "
+    "start_len, ours, excerpt, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,1) ON CONFLICT(span_id) DO UPDATE SET "
     "trace_id = excluded.trace_id, parent_id = excluded.parent_id, name = excluded.name, kind = excluded.kind, "
     "function = excluded.function, start_ns = excluded.start_ns, service = excluded.service, "
     "session = excluded.session, start_at = excluded.start_at, start_len = excluded.start_len, ours = excluded.ours, "
-    "started = 1 "
+    "excerpt = coalesce(excluded.excerpt, excerpt), started = 1 "
     "WHERE started = 0"
 )
 _UPSERT_END = (
-    "INSERT INTO spans (span_id, trace_id, end_ns, status, error, end_at, end_len, ended) VALUES (?,?,?,?,?,?,?,1) "
+    "INSERT INTO spans (span_id, trace_id, end_ns, status, error, end_at, end_len, excerpt, ended) "
+    "VALUES (?,?,?,?,?,?,?,?,1) "
     "ON CONFLICT(span_id) DO UPDATE SET end_ns = excluded.end_ns, status = excluded.status, error = excluded.error, "
-    "end_at = excluded.end_at, end_len = excluded.end_len, ended = 1 WHERE ended = 0"
+    "end_at = excluded.end_at, end_len = excluded.end_len, excerpt = coalesce(excluded.excerpt, excerpt), ended = 1 "
+    "WHERE ended = 0"
 )
 _INSERT_CALL = (
     "INSERT OR IGNORE INTO calls (span_id, trace_id, parent_id, start_ns, end_ns, status, error, service, session, "
-    "model, provider, function, path, manifest, input, output, cache_read, cache_write) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "model, provider, function, path, manifest, input, output, cache_read, cache_write, agent) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _UPDATE_CALL_END = (
     "UPDATE calls SET end_ns = ?, status = ?, error = ?, input = coalesce(?, input), output = coalesce(?, output), "

@@ -170,13 +170,7 @@ class LedgerView:
                 request = cache.request_of(found.context, found.exchanges, tokenize=self._tokenize, marking=marking)
                 parts = request_parts(found.manifest.wire, found.body)
         else:
-            said = reconstruct(rec).messages
-            parts = Parts(
-                tools=[tool_text(t.name, t.description, _schema(t.parameters)) for t in said.tools],
-                tool_names=[t.name for t in said.tools],
-                system=list(said.system),
-                messages=[f"{m.role}: {m.text}" for m in said.messages],
-            )
+            parts = parts_of(rec)
             marked = bool(u.cache_read or u.cache_write)  # a foreign request marks nothing we can see
             if not parts.empty:
                 request = request_of_parts(parts, self._tokenize, marked=marked)
@@ -186,6 +180,21 @@ class LedgerView:
             usage_write=u.cache_write, usage_input=u.input, request=request, parts=parts, marked=marked,
             unknown_because=unknown,
         )  # fmt: skip
+
+
+def parts_of(rec: Recorded) -> Parts:
+    """A call's request as a person compares two (:class:`Parts`): rebuilt for callctx's own
+    calls (:class:`Unrebuildable` when it cannot be), reconstructed from the span for others'."""
+    if rec.call.manifest is not None:
+        found = rebuild(rec)
+        return request_parts(found.manifest.wire, found.body)
+    said = reconstruct(rec).messages
+    return Parts(
+        tools=[tool_text(t.name, t.description, _schema(t.parameters)) for t in said.tools],
+        tool_names=[t.name for t in said.tools],
+        system=list(said.system),
+        messages=[f"{m.role}: {m.text}" for m in said.messages],
+    )
 
 
 def _schema(parameters: str) -> Any:
@@ -205,4 +214,4 @@ def entry_json(e: Entry) -> dict[str, Any]:
     return out
 
 
-__all__ = ["LedgerView", "NotFound", "entry_json", "rules_row"]
+__all__ = ["LedgerView", "NotFound", "entry_json", "parts_of", "rules_row"]

@@ -49,6 +49,7 @@ from .model import (
     Filter,
     Page,
     Recorded,
+    SpanIO,
     SpanRow,
     Spend,
     StoreState,
@@ -253,7 +254,7 @@ class LocalStore:
         totals = self._subtree_totals(tree)
         numbers = self.index.call_numbers([r[0] for r in rows if r[4] == "llm"])
         items = []
-        for sid, tid, parent_id, name, kind, fn, status, error, start, end, started, ended, kids, ours in rows:
+        for sid, tid, parent_id, name, kind, fn, status, error, start, end, started, ended, kids, ours, said in rows:
             usage, spend = totals.get(sid, (Usage(), []))
             run = run_status(bool(started), bool(ended), status)
             if run == "running" and self.finished:
@@ -261,7 +262,7 @@ class LocalStore:
             items.append(SpanRow(
                 span_id=sid, trace_id=tid, parent_id=parent_id, name=name or "", kind=kind, function=fn or "",
                 status=run, error=error, start_ns=start, end_ns=end if ended else None, children=kids,
-                call=numbers.get(sid), ours=bool(ours), usage=usage, spend=spend,
+                call=numbers.get(sid), ours=bool(ours), usage=usage, spend=spend, excerpt=said,
             ))  # fmt: skip
         return Page(total=total, offset=offset, limit=limit, items=items)
 
@@ -295,6 +296,30 @@ class LocalStore:
             self._totals.clear()
         self._totals[key] = (version, out)
         return out
+
+    def span_io(self, span_id: str) -> SpanIO:
+        self.refresh()
+        row = self.index.span(span_id)
+        if row is None or not row[10] or row[14] is None:  # unknown, or only its end arrived
+            raise NotFound(f"unknown span {span_id!r}")
+        start_at, start_len, end_at, end_len = row[14], row[15], row[16], row[17]
+        ranges = [(start_at, start_at + start_len)]
+        if end_at is not None:
+            ranges.append((end_at, end_at + end_len))
+        start: SpanStarted | None = None
+        end: SpanEnded | None = None
+        for rec in self._read(ranges):
+            if type(rec) is SpanStarted and rec.span_id == span_id:
+                start = start or rec
+            elif type(rec) is SpanEnded and rec.span_id == span_id:
+                end = end or rec
+        if start is None:
+            raise NotFound(f"span {span_id}: its records could not be read back from {self.path}")
+        run = run_status(True, end is not None, end.status if end is not None else None)
+        if run == "running" and self.finished:
+            run = "interrupted"
+        tree = self.index.tree_of(start.trace_id)
+        return SpanIO.of(start, end, tree=tree, kind=row[4], function=row[5] or "", status=run)
 
     def ancestors(self, span_id: str) -> list[str]:
         self.refresh()

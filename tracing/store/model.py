@@ -12,7 +12,8 @@ What a store answers:
   totalled (:class:`Page`); calls numbered from 1 in start order
   (:func:`callctx.projection.calls.call_order`), whatever the filter;
 * a tree's spans, a level at a time (:meth:`Store.spans`), with what the model calls under
-  each cost (:class:`SpanRow`);
+  each cost and the first words of each one's input (:class:`SpanRow`); one span's input,
+  output and error whole (:meth:`Store.span_io`);
 * the call tree as YAML: a session's or trace's whole tree (:meth:`Store.tree`), and the tree
   as a span saw it when it started or as it stands (:meth:`Store.span_tree`), folded by the
   projection from the trace's records;
@@ -35,7 +36,7 @@ import msgspec
 
 from callctx.components.cache_ledger import Entry as CacheEntry
 from callctx.projection.calls import ModelCall, RunStatus, Usage
-from callctx.projection.dialects import Kind
+from callctx.projection.dialects import Kind, input_of, output_of
 from callctx.projection.errors import BadInput, CallctxError, NotFound
 from callctx.projection.events import SpanEnded, SpanStarted
 from callctx.projection.render import View
@@ -62,6 +63,7 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     status: RunStatus | None = None
     ours: bool | None = None  # calls only: True, callctx's own; False, other instrumentations'
+    agent_in: tuple[str, ...] | None = None  # calls only: made in one of these agentic calls (span ids)
 
 
 ANY = Filter()  # keeps everything
@@ -115,7 +117,9 @@ class TreeRow(msgspec.Struct, kw_only=True):
 
 class SpanRow(msgspec.Struct, kw_only=True):
     """One span of a tree, as a level of the tree lists it; ``usage`` and ``spend`` are those
-    of the model calls in its subtree, ``call`` its number when it is a model call."""
+    of the model calls in its subtree, ``call`` its number when it is a model call, ``excerpt``
+    the first words of its input on one line (agentic and tool spans; see
+    :mod:`callctx.store.excerpts`)."""
 
     span_id: str
     trace_id: str
@@ -132,6 +136,53 @@ class SpanRow(msgspec.Struct, kw_only=True):
     ours: bool  # a model call callctx recorded (its context is rebuilt and verified)
     usage: Usage
     spend: list[Spend]
+    excerpt: str | None = None
+
+
+class SpanIO(msgspec.Struct, kw_only=True):
+    """One span whole, as a reader opens it: what it received (``input``) and returned
+    (``output``), each with its type (``*_mime``), and how it ended (``status``, ``error``);
+    ``tree`` is the session or trace it is listed under."""
+
+    span_id: str
+    trace_id: str
+    tree: str
+    parent_id: str | None
+    name: str
+    kind: Kind
+    function: str
+    status: RunStatus
+    error: str | None
+    start_ns: int
+    end_ns: int | None
+    input: str | None
+    input_mime: str | None
+    output: str | None
+    output_mime: str | None
+
+    @classmethod
+    def of(
+        cls, start: SpanStarted, end: SpanEnded | None, *, tree: str, kind: Kind, function: str, status: RunStatus
+    ) -> SpanIO:
+        """A span from its records: its io read as the fold reads it (the end's, else the start's)."""
+        layers = [end.attributes, start.attributes] if end is not None else [start.attributes]
+        found_in: tuple[str | None, str | None] = (None, None)
+        found_out: tuple[str | None, str | None] = (None, None)
+        for attrs in layers:
+            if found_in[0] is None:
+                found_in = input_of(kind, attrs)
+            if found_out[0] is None:
+                found_out = output_of(kind, attrs)
+        return cls(
+            span_id=start.span_id, trace_id=start.trace_id, tree=tree, parent_id=start.parent_id, name=start.name,
+            kind=kind, function=function, status=status, error=end.error if end is not None else None,
+            start_ns=start.start_ns, end_ns=end.end_ns if end is not None else None, input=found_in[0],
+            input_mime=_text(found_in[1]), output=found_out[0], output_mime=_text(found_out[1]),
+        )  # fmt: skip
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class Facets(msgspec.Struct, kw_only=True):
@@ -142,8 +193,12 @@ class Facets(msgspec.Struct, kw_only=True):
     models: list[str]
 
 
+SourceKind = Literal["log", "table"]
+
+
 class StoreState(msgspec.Struct, kw_only=True):
-    """Where the store stands: ``cursor`` moves whenever anything new arrived."""
+    """Where the store stands: ``cursor`` moves whenever anything new arrived; ``kind`` says
+    what ``source`` names: an event log (a path) or a table."""
 
     cursor: int
     calls: int
@@ -153,6 +208,7 @@ class StoreState(msgspec.Struct, kw_only=True):
     exists: bool  # False: nothing to read yet (a log not created yet, an empty table)
     damaged: int  # records that could not be read
     ledger: int = 0  # calls the cache ledger covers (it catches up in the background)
+    kind: SourceKind = "log"
 
 
 class Recorded(msgspec.Struct, kw_only=True):
@@ -186,6 +242,10 @@ class Store(Protocol):
 
     def spans(self, tree: str, parent: str | None = None, *, offset: int = 0, limit: int = 100) -> Page[SpanRow]:
         """The root spans of ``tree`` (``parent`` None), or the children of ``parent``, by start."""
+        ...
+
+    def span_io(self, span_id: str) -> SpanIO:
+        """Span ``span_id`` whole: its input, output and error (:class:`NotFound` when unknown)."""
         ...
 
     def ancestors(self, span_id: str) -> list[str]:
@@ -252,6 +312,8 @@ __all__ = [
     "Filter",
     "Page",
     "Recorded",
+    "SourceKind",
+    "SpanIO",
     "SpanRow",
     "Spend",
     "Store",

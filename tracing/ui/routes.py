@@ -1,7 +1,8 @@
 """The debugger page's routes, independent of the HTTP server that carries them: a GET path
 and its query in, a :class:`Response` out.
 
-* ``/ui``, ``/ui/traces/{id}``, ``/ui/calls/{n}``: the page (its script reads the path);
+* ``/ui``, ``/ui/traces/{id}``, ``/ui/calls/{n}``, ``/ui/spans/{id}``: the page (its script
+  reads the path);
 * ``/ui/static/{name}``: the page's files, shipped in the package (no CDN, no build step);
 * ``/ui/api/...``: the JSON the page reads (see ``views``), shaped by the caller's ``shape``
   (secrets redacted) before it leaves the process.
@@ -44,7 +45,7 @@ def respond(views: Views, parts: list[str], query: Mapping[str, str], shape: Cal
     """Answer GET ``/`` + ``"/".join(parts)``; ``parts[0]`` is ``ui``."""
     rest = parts[1:]
     try:
-        if not rest or (rest[0] in ("traces", "calls") and len(rest) == 2):
+        if not rest or (rest[0] in ("traces", "calls", "spans") and len(rest) == 2):
             return _file("index.html")
         if rest[0] == "static" and len(rest) == 2:
             return _file(rest[1])
@@ -79,6 +80,8 @@ def _api(views: Views, parts: list[str], q: Mapping[str, str]) -> Any:
             return views.call(params.call_number(n), q.get("provider") or None)
         case ["calls", n, "request"]:
             return views.request(params.call_number(n), q.get("wire") or None)
+        case ["spans", span_id]:
+            return views.span(span_id)
     raise NotFound(f"no route /ui/api/{'/'.join(parts)}")
 
 

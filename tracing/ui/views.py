@@ -1,7 +1,9 @@
-"""What the debugger page shows, as JSON-ready data: the lists, a tree level, a call's context
-with its line of the cache ledger (reported by the provider, simulated, and why it read less)
-and what changed since the call it was compared with, the request as sent, and a session's
-cache chart (reported and simulated side by side). The shapes are the page's contract (see ``static/``).
+"""What the debugger page shows, as JSON-ready data: the lists (each call with the first words
+of its input), a tree level, one span's input, output and error, a call's context with its line
+of the cache ledger (reported by the provider, simulated, and why it read less) and what changed
+since the call it is compared with (the previous call on its path, else the one the ledger
+compared it with), in words, the request as sent, and a session's cache chart (reported and
+simulated side by side). The shapes are the page's contract (see ``static/``).
 
 Every view reads through a :class:`~callctx.store.model.Store` (the local one over a log, or a
 shared one): nothing here holds a log's worth of anything. The cache figures are the store's
@@ -24,15 +26,17 @@ import msgspec
 
 from callctx.components import cache, wire
 from callctx.components.cache import exchange_text
-from callctx.components.cache_ledger import common_prefix
+from callctx.components.cache_ledger import Difference, common_prefix
+from callctx.components.cache_ledger import first_difference as parts_difference
 from callctx.components.context import Context
 from callctx.components.wire.exchange import AssistantTurn, Exchange, ToolResults
 from callctx.projection.calls import ModelCall, Usage
 from callctx.projection.errors import BadInput, NotFound
 from callctx.store.contexts import Foreign, Unrebuildable, context_of, rebuild, request_in, restore, text_hashes
-from callctx.store.ledger import entry_json
+from callctx.store.ledger import entry_json, parts_of
 from callctx.store.model import CacheEntry, Filter, Page, SpanRow, Spend, Store, bounds, check_status
 
+from .changes import Block, in_words, of_context, of_parts
 from .prices import DEFAULT, PROVIDERS, Prices
 from .simulation import LogSimulation, Share, shares
 
@@ -40,6 +44,7 @@ _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
 _TOTALS = ("total", "read", "write", "uncached", "cost", "cost_uncached")
 EXCERPT = 60  # bytes shown each side of the first difference
 _OWN = Filter(ours=True)
+_LOOK_BACK = 8  # calls read at the end of the listing of a call's path (those that started with it included)
 
 
 def _usage(u: Usage) -> dict[str, int]:
@@ -71,7 +76,7 @@ class Views:
     def state(self) -> dict[str, Any]:
         st = self.store.state()
         return {"generation": st.cursor, "calls": st.calls, "trees": st.trees, "source": st.source,
-                "damaged": st.damaged, "exists": st.exists}  # fmt: skip
+                "kind": st.kind, "damaged": st.damaged, "exists": st.exists}  # fmt: skip
 
     def facets(self) -> dict[str, Any]:
         f = self.store.facets()
@@ -112,7 +117,7 @@ class Views:
             "status": n.status, "error": n.error, "start_ns": n.start_ns,
             "duration_ms": (n.end_ns - n.start_ns) / 1e6 if n.end_ns is not None else None,
             "usage": _usage(n.usage), "cost": self._cost(n.spend), "children": n.children, "call": n.call,
-            "reconstructed": n.kind == "llm" and not n.ours,
+            "reconstructed": n.kind == "llm" and not n.ours, "excerpt": n.excerpt,
         }  # fmt: skip
 
     def calls(self, tree: str | None = None, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
@@ -126,10 +131,18 @@ class Views:
         cost = self.prices.cost(c.usage.counts(), c.provider, c.model)
         return {
             "index": c.index, "span_id": c.span_id, "trace_id": c.trace_id, "tree": c.tree, "function": c.function,
-            "call_path": c.call_path, "model": c.model, "provider": c.provider, "status": c.status,
-            "error": c.error, "start_ns": c.start_ns, "latency_ms": c.latency_ms, "usage": _usage(c.usage),
-            "cost": cost, "reconstructed": c.foreign,
+            "call_path": c.call_path, "excerpt": c.excerpt, "model": c.model, "provider": c.provider,
+            "status": c.status, "error": c.error, "start_ns": c.start_ns, "latency_ms": c.latency_ms,
+            "usage": _usage(c.usage), "cost": cost, "reconstructed": c.foreign,
         }  # fmt: skip
+
+    # ---- one span -----------------------------------------------------------------------------
+    def span(self, span_id: str) -> dict[str, Any]:
+        """Span ``span_id`` as the page opens it (an agentic call, a tool call...): its input,
+        output and error whole, and its path from the top of its tree."""
+        io = self.store.span_io(span_id)
+        duration = (io.end_ns - io.start_ns) / 1e6 if io.end_ns is not None else None
+        return {**msgspec.to_builtins(io), "duration_ms": duration, "path": self.store.ancestors(span_id)}
 
     # ---- one call -----------------------------------------------------------------------------
     def call(self, n: int, provider: str | None = None) -> dict[str, Any]:
@@ -158,7 +171,7 @@ class Views:
             tools = [msgspec.to_builtins(t) for t in rec.tools]
             return {**row, "verified": False, "system": rec.system, "messages": said, "output": answered,
                     "tools": tools, "source": rec.source, "cache": pane,
-                    "diff": _ledger_diff(entry) if entry is not None else None}  # fmt: skip
+                    "diff": self._diff(c, row["path"], None, entry)}  # fmt: skip
         context, exchanges = found.context, found.exchanges
         tokenize = self._tokenize()
         ex_tokens = [len(tokenize(exchange_text(e))) for e in exchanges]
@@ -213,7 +226,7 @@ class Views:
                 ],
                 "simulation": simulation,
                 "cache": pane,
-                "diff": self._diff(c, context, entry) if entry is not None else None,
+                "diff": self._diff(c, row["path"], (context, exchanges), entry),
                 "problems": [f"component {p.component} failed: {p.error}" for p in context.problems],
             }
 
@@ -265,7 +278,8 @@ class Views:
             )  # fmt: skip
             rep = e.reported
             rows.append({
-                "index": c.index, "label": c.function or "turn", "foreign": c.foreign, "reason": e.reason, **sim,
+                "index": c.index, "label": c.function or "turn", "excerpt": c.excerpt, "foreign": c.foreign,
+                "reason": e.reason, **sim,
                 "reported_read": rep.cache_read if rep is not None else None,
                 "reported_write": rep.cache_write if rep is not None else None,
                 "reported_input": rep.input if rep is not None else None,
@@ -349,18 +363,61 @@ class Views:
             out.append(hit)
         return out
 
-    def _diff(self, c: ModelCall, context: Context, entry: CacheEntry) -> dict[str, Any] | None:
-        """Where this call's context first differs from the call the ledger compared it with
-        (segment by segment when that one is ours too; else the ledger's own comparison)."""
-        if entry.compared_with is None:
+    def _diff(
+        self, c: ModelCall, path: Sequence[str], mine: tuple[Context, list[Exchange]] | None, entry: CacheEntry | None
+    ) -> dict[str, Any] | None:
+        """What changed since the call ``c`` is compared with: the previous call on its path
+        (``basis`` ``path``: the latest earlier call made in the agentic call ``c`` runs in, or in
+        one of those it runs under; never a parallel branch's), else the call the cache ledger
+        compared it with (``cache``). In words (``words``), and where it starts: segment by
+        segment between two of our calls, else part by part. ``mine``: ``c``'s context when it
+        is ours. ``cache_compared``: the ledger's call, whichever is shown."""
+        cache_with = entry.compared_with if entry is not None else None
+        previous = self._previous_on_path(c, path)
+        basis = "path"
+        if previous is None:
+            if cache_with is None:
+                return None
+            previous, basis = self.store.call(cache_with), "cache"
+        found = self._compared(c, mine, previous)
+        if found is None:  # one of them cannot be rebuilt: nothing to compare with
             return None
-        other = self.store.call(entry.compared_with)
-        if other.foreign:
-            return _ledger_diff(entry)
-        (restored,) = self._restore([other])
-        if restored is None:  # it cannot be rebuilt: nothing to compare with
+        return {**found, "basis": basis, "cache_compared": cache_with}
+
+    def _previous_on_path(self, c: ModelCall, path: Sequence[str]) -> ModelCall | None:
+        """The latest call before ``c`` made in one of the agentic calls on ``c``'s path (span
+        ids ``path``, the outermost first): its own, or one it runs under."""
+        if c.agent_span is None or c.tree is None:
             return None
-        return first_difference(restored[0], context, other.index)
+        f = Filter(tree=c.tree, agent_in=tuple(path), until_ns=c.start_ns + 1)
+        total = self.store.calls(f, limit=0).total
+        page = self.store.calls(f, offset=max(0, total - _LOOK_BACK), limit=_LOOK_BACK)
+        earlier = [x for x in page.items if x.index < c.index]
+        return earlier[-1] if earlier else None
+
+    def _compared(
+        self, c: ModelCall, mine: tuple[Context, list[Exchange]] | None, previous: ModelCall
+    ) -> dict[str, Any] | None:
+        before: list[Block]
+        after: list[Block]
+        if mine is not None and not previous.foreign:
+            (restored,) = self._restore([previous])
+            if restored is None:
+                return None
+            out = first_difference(restored[0], mine[0], previous.index)
+            before, after = of_context(*restored), of_context(*mine)
+        else:
+            try:
+                old, new = (parts_of(r) for r in self.store.recorded_many([previous, c]))
+            except Unrebuildable:
+                return None
+            out = _parts_diff(parts_difference(old, new), previous.index)
+            before, after = of_parts(old), of_parts(new)
+        words = in_words(before, after, previous.index, c.index, (previous.model, c.model))
+        same = previous.model == c.model and [(b.part, b.name, b.text) for b in before] == [
+            (b.part, b.name, b.text) for b in after
+        ]
+        return {**out, "same": same, "words": words}
 
 
 def _figures(e: CacheEntry) -> dict[str, Any]:
@@ -376,20 +433,17 @@ def _simulated(e: CacheEntry, label: str | None) -> dict[str, Any]:
             "warnings": list(e.warnings), "what_if": False}  # fmt: skip
 
 
-def _ledger_diff(e: CacheEntry) -> dict[str, Any] | None:
-    """The ledger's first difference, in the shape of :func:`first_difference` (a part and an
-    item of it, not a segment)."""
-    if e.compared_with is None:
-        return None
-    d = e.first_difference
+def _parts_diff(d: Difference | None, previous: int) -> dict[str, Any]:
+    """Where a request first differs from call ``previous``'s, part by part (the ledger's own
+    comparison: a part and an item of it, not a segment), in the shape of :func:`first_difference`."""
     if d is None:
-        return {"previous": e.compared_with, "same": True, "segment": None, "component": None, "byte": None,
+        return {"previous": previous, "same": True, "segment": None, "component": None, "byte": None,
                 "offset": None, "part": None, "index": None, "before": "", "after": "",
-                "reason": f"nothing it sent differs from call {e.compared_with} (it may add to the end)"}  # fmt: skip
+                "reason": f"nothing it sent differs from call {previous} (it may add to the end)"}  # fmt: skip
     what = {"tools": "tool", "system": "system text", "messages": "message"}[d.part]
-    return {"previous": e.compared_with, "same": False, "segment": None, "component": None, "byte": None,
+    return {"previous": previous, "same": False, "segment": None, "component": None, "byte": None,
             "offset": d.offset, "part": d.part, "index": d.index, "before": d.before, "after": d.after,
-            "reason": f"{what} {d.index} differs from call {e.compared_with} at character {d.offset}"}  # fmt: skip
+            "reason": f"{what} {d.index} differs from call {previous} at character {d.offset}"}  # fmt: skip
 
 
 def first_difference(before: Context, after: Context, previous: int) -> dict[str, Any]:
@@ -411,12 +465,13 @@ def first_difference(before: Context, after: Context, previous: int) -> dict[str
         seg = new if new is not None else old
         assert seg is not None
         cached = sum(s.tokens for s in b[:i]) < after.cacheable_tokens
+        named = f"{seg.component.replace('_', ' ')} (segment {i}, {seg.component})"
         if new is None:
-            what = f"segment {i} ({old.component}) of call {previous} is gone"  # type: ignore[union-attr]
+            what = f"call {previous}'s {named} is gone"
         elif old is None:
-            what = f"segment {i} ({new.component}) is new since call {previous}"
+            what = f"the {named} is new since call {previous}"
         else:
-            what = f"segment {i} ({new.component}) differs from call {previous} at byte {byte}"
+            what = f"the {named} changed at byte {byte} since call {previous}"
         why = (
             "a prompt cache reads at most up to here; everything after it is written or sent uncached"
             if cached

@@ -47,6 +47,7 @@ export const api = {
   calls: (tree, offset, limit) => getJSON("/api/calls", { tree, offset, limit }),
   call: (n, provider) => getJSON(`/api/calls/${enc(n)}`, { provider }),
   request: (n, wire) => getJSON(`/api/calls/${enc(n)}/request`, { wire }),
+  span: (id) => getJSON(`/api/spans/${enc(id)}`),
   chart: (tree, provider) => getJSON(`/api/trees/${enc(tree)}/chart`, { provider }),
 };
 

@@ -1,10 +1,11 @@
 // app.js: the page's entry point (an ES module, no dependencies). It wires the panes together:
 //   - left: filters (from /ui/api/facets) and the virtualised list of sessions/traces;
 //   - middle: the selected tree's header, chart, call tree and virtualised calls list;
-//   - right: the selected call (detail.js);
-// and owns the URL (/ui, /ui/traces/{id}, /ui/calls/{n}[?provider=][#seg-I]: pushState on
-// navigation, popstate restores) and the live loop (poll /ui/api/state every 500 ms, refresh
-// what is on screen when `generation` changes).
+//   - right: the selected call, or the selected span of the tree with its io (detail.js);
+// and owns the URL (/ui, /ui/traces/{id}, /ui/calls/{n}[?provider=][#seg-I], /ui/spans/{id}:
+// pushState on navigation, popstate restores) and the live loop (poll /ui/api/state every
+// 500 ms, refresh what is on screen when `generation` changes; while the log or table does
+// not exist yet, say so instead of "live").
 
 import { api, h, setChildren, onUnauthorized, fmtInt, fmtCost, fmtMs, fmtTime, fmtWhen, shortId, tokensOf, statusBadge, BASE } from "./api.js";
 import { VirtualList } from "./virtual.js";
@@ -17,6 +18,7 @@ const POLL_MS = 500;
 const state = {
   treeId: null,
   call: null, // the selected call number
+  span: null, // or the selected span (not a model call)
   path: [], // its span path
   provider: null, // ?provider=
   filters: { service: "", function: "", status: "" },
@@ -53,6 +55,8 @@ const trees = new VirtualList({
 const calls = new VirtualList({
   root: $("calls"),
   rowHeight: 28,
+  // one line where the pane is wide, two where it is narrow (app.css sets --row-h by the pane's width)
+  rowHeightFor: (root) => parseFloat(getComputedStyle(root).getPropertyValue("--row-h")) || 28,
   pageSize: 500,
   empty: "no model calls in this tree",
   fetchPage: (offset, limit) => api.calls(state.treeId, offset, limit).then((r) => ({ total: r.total, items: r.calls })),
@@ -62,7 +66,7 @@ const calls = new VirtualList({
   onTotal: (n) => ($("calls-count").textContent = fmtInt(n)),
 });
 
-const tree = new CallTree($("tree"), { onCall: (n) => navigate(callUrl(n)) });
+const tree = new CallTree($("tree"), { onCall: (n) => navigate(callUrl(n)), onSpan: (id) => navigate(spanUrl(id)) });
 const chart = new Chart($("chart"), { onSelect: (n) => navigate(callUrl(n)) });
 let facetsLoaded = null; // the first /ui/api/facets: the detail pane waits for its provider and wire lists
 const detail = new CallDetail($("detail"), {
@@ -83,7 +87,7 @@ function renderTreeRow(row, t) {
   if (!t) return placeholder(row, "data-id");
   row.setAttribute("data-testid", "tree-row");
   row.dataset.id = t.id;
-  row.title = `${t.kind} ${t.id}`;
+  row.title = [`${t.kind} ${t.id}`, (t.functions || []).join(", ")].filter(Boolean).join(" · ");
   setChildren(row,
     h("div", { class: "l1" },
       statusBadge(t.status),
@@ -102,10 +106,12 @@ function renderCallRow(row, c) {
   if (!c) return placeholder(row, "data-index");
   row.setAttribute("data-testid", "call-row");
   row.dataset.index = String(c.index);
-  row.title = c.call_path || c.function || "";
+  row.title = [c.call_path || c.function || "turn", c.excerpt ? `(${c.excerpt})` : "", c.model ? `· ${c.model}` : ""].filter(Boolean).join(" ");
   setChildren(row,
     h("span", { class: "n mono", text: `#${c.index}` }),
     h("span", { class: "fn", text: c.function || "—" }),
+    h("span", { class: "ex", "data-testid": "call-excerpt", text: c.excerpt || "" }),
+    h("span", { class: "brk", "aria-hidden": "true" }),
     h("span", { class: "model muted", text: c.model || "" }),
     c.reconstructed ? h("span", { class: "badge recon", text: "span", title: "reconstructed from another instrumentation's span" }) : null,
     statusBadge(c.status),
@@ -123,7 +129,7 @@ function renderTreeHead() {
   }
   const t = state.treeRow && state.treeRow.id === state.treeId ? state.treeRow : null;
   setChildren(head,
-    h("h2", {}, h("span", { class: "muted", text: t ? `${t.kind} ` : "tree " }), h("span", { class: "mono", text: state.treeId })),
+    h("h2", { title: state.treeId }, h("span", { class: "muted", text: t ? `${t.kind} ` : "tree " }), h("span", { class: "mono", text: state.treeId })),
     t ? h("p", { class: "summary" },
       statusBadge(t.status),
       ` ${fmtInt(t.calls)} calls · ${fmtInt(t.spans)} spans · ${fmtInt(tokensOf(t.usage))} tokens · ${fmtCost(t.cost)} from reported usage · ${fmtTime(t.start_ns)}`,
@@ -160,6 +166,7 @@ for (const key of ["service", "function", "status"]) {
 
 const query = () => (state.provider ? `?provider=${encodeURIComponent(state.provider)}` : "");
 const callUrl = (n) => `${BASE}/calls/${n}${query()}`;
+const spanUrl = (id) => `${BASE}/spans/${encodeURIComponent(id)}${query()}`;
 const treeUrl = (id) => `${BASE}/traces/${encodeURIComponent(id)}${query()}`;
 
 function parseRoute() {
@@ -168,6 +175,8 @@ function parseRoute() {
   if (m) return { call: Number(m[1]) };
   m = /\/traces\/([^/]+)$/.exec(path);
   if (m) return { tree: decodeURIComponent(m[1]) };
+  m = /\/spans\/([^/]+)$/.exec(path);
+  if (m) return { span: decodeURIComponent(m[1]) };
   return {};
 }
 
@@ -187,6 +196,7 @@ async function route() {
       return;
     }
     state.call = r.call;
+    state.span = null;
     calls.rerender();
     const d = await detail.show(r.call, state.provider);
     if (token !== routeToken || !d) return;
@@ -198,8 +208,21 @@ async function route() {
     calls.rerender();
     const at = calls.find((c) => c.index === r.call);
     if (at) calls.scrollToIndex(at[0]);
+  } else if (r.span) {
+    if (r.span === state.span && detail.spanId === r.span && detail.detail) return;
+    state.call = null;
+    state.span = r.span;
+    calls.rerender();
+    const d = await detail.showSpan(r.span);
+    if (token !== routeToken || !d) return;
+    state.path = d.path || [];
+    if (d.tree) await selectTree(d.tree);
+    if (token !== routeToken) return;
+    tree.showPath(state.path);
+    chart.setSelected(undefined);
   } else {
     state.call = null;
+    state.span = null;
     state.path = [];
     detail.clear();
     if (r.tree) await selectTree(r.tree);
@@ -245,10 +268,24 @@ window.addEventListener("hashchange", () => detail.applyHash());
 
 // ---- live ------------------------------------------------------------------------------------
 
-function setLive(text, ok) {
+/** The badge top right: "live", "waiting" (nothing to read yet) or "down". */
+function setLive(text, how) {
   const el = $("live");
   if (el.textContent !== text) el.textContent = text;
-  el.classList.toggle("down", !ok);
+  el.classList.toggle("down", how === "down");
+  el.classList.toggle("waiting", how === "waiting");
+}
+
+/** While the source does not exist yet, say so plainly (a mistyped path shows here). */
+function setMissing(s) {
+  const notice = $("notice");
+  const text = s && !s.exists
+    ? s.kind === "table"
+      ? `Nothing in ${s.source} yet: no spans have arrived. The page fills in as they do.`
+      : `The log at ${s.source} does not exist yet. The page waits for it and fills in once something writes it; if you expected a log there, check the path.`
+    : "";
+  if (notice.textContent !== text) notice.textContent = text;
+  notice.hidden = !text;
 }
 
 async function refreshAll() {
@@ -268,13 +305,15 @@ async function refreshAll() {
 async function poll() {
   try {
     const s = await api.state();
-    setLive(`live · ${fmtInt(s.calls)} calls`, true);
+    if (s.exists) setLive(`live · ${fmtInt(s.calls)} calls`, "live");
+    else setLive(s.kind === "table" ? "waiting: no spans yet" : "waiting: no log yet", "waiting");
+    setMissing(s);
     $("source").textContent = s.source || "";
     const changed = state.generation !== null && s.generation !== state.generation;
     state.generation = s.generation;
     if (changed) await refreshAll();
   } catch (err) {
-    setLive(err.status === 401 ? "not authorized" : "disconnected, retrying", false);
+    setLive(err.status === 401 ? "not authorized" : "disconnected, retrying", "down");
   }
   setTimeout(poll, POLL_MS);
 }

@@ -1,15 +1,19 @@
-// detail.js: the right pane, one model call as the model saw it (/ui/api/calls/{n}).
+// detail.js: the right pane, one model call as the model saw it (/ui/api/calls/{n}), or one
+// span of the tree that is not a model call (an agentic call, a tool call: /ui/api/spans/{id})
+// with its input, output and error.
 //   header (function, call path, model, status, latency, usage and cost as reported, verified),
 //   provider select (a what-if), the prompt cache pane (reported by the provider beside
 //   simulated, the reason in one sentence, the call it was compared with), the segments in
 //   order (collapsible, coloured by layer, simulated cache numbers, ▲ breakpoints, "# you are
-//   here" highlighted), exchanges, the diff with the compared call, and the request JSON per
-//   wire with a copy button. Calls another instrumentation traced ("reconstructed") get a
+//   here" highlighted), exchanges, what changed since the compared call (the previous call on
+//   its path, else the cache's; in words, then where it starts), and the request per wire: a
+//   view where multi-line strings read as text, the raw JSON beside it, a copy button (JSON). Calls another instrumentation traced ("reconstructed") get a
 //   banner, their system texts, messages and output by role, the cache pane and the diff.
 // Segment #seg-I in the URL fragment is expanded and scrolled to; toggling a segment updates
 // the fragment with history.replaceState.
 
 import { api, h, fmtInt, fmtCost, fmtMs, fmtTime, fmtUsage, statusBadge } from "./api.js";
+import { jsonView, parsedJSON } from "./jsonview.js";
 
 // Known stability layers -> colour class; anything else is grey ("other").
 const LAYERS = {
@@ -42,15 +46,17 @@ export class CallDetail {
 
   clear() {
     this.n = null;
+    this.spanId = null;
     this.detail = null;
     this.token = (this.token || 0) + 1;
-    this.root.replaceChildren(h("p", { class: "muted empty", text: "Pick a model call in the tree or the calls list to see what it saw." }));
+    this.root.replaceChildren(h("p", { class: "muted empty", text: "Pick a model call in the tree or the calls list to see what it saw, or another node of the tree for its input, output and error." }));
   }
 
   /** Load and show call `n`. Resolves to the detail (null when it could not be loaded). */
   async show(n, provider, { keep = false } = {}) {
     const token = ++this.token;
     const same = this.n === n;
+    this.spanId = null;
     if (!same) {
       this.open = new Set();
       this.wire = null;
@@ -79,10 +85,65 @@ export class CallDetail {
     return d;
   }
 
-  /** Live update: reload the open call when it was still running. */
+  /** Live update: reload the open call (or span) when it was still running. */
   refreshIfRunning() {
-    if (this.detail && this.detail.status === "running") return this.show(this.n, this.provider, { keep: true });
-    return Promise.resolve();
+    if (!this.detail || this.detail.status !== "running") return Promise.resolve();
+    if (this.spanId) return this.showSpan(this.spanId, { keep: true });
+    return this.show(this.n, this.provider, { keep: true });
+  }
+
+  // ---- a span that is not a model call -----------------------------------------------------
+
+  /** Load and show span `id` (an agentic or tool call): its input, output and error.
+   *  Resolves to its data (null when it could not be loaded). */
+  async showSpan(id, { keep = false } = {}) {
+    const token = ++this.token;
+    const same = this.spanId === id;
+    this.n = null;
+    this.spanId = id;
+    if (!same) this.root.replaceChildren(h("p", { class: "muted empty", text: "loading…" }));
+    let d;
+    try {
+      d = await api.span(id);
+    } catch (err) {
+      if (token === this.token) {
+        this.detail = null;
+        this.root.replaceChildren(h("p", { class: "error", role: "alert", text: `span ${id}: ${err.message}` }));
+      }
+      return null;
+    }
+    if (token !== this.token) return null;
+    const scroll = this.root.scrollTop;
+    this.detail = d;
+    this.root.replaceChildren(this.renderSpan(d));
+    if (same || keep) this.root.scrollTop = scroll;
+    return d;
+  }
+
+  renderSpan(d) {
+    const io = (title, testid, text, mime) => {
+      const body = text === null || text === undefined
+        ? h("p", { class: "muted", text: d.status === "running" && testid === "span-output" ? "not yet: it is still running" : "none recorded" })
+        : ioText(text, mime);
+      return h("section", { class: "block", "data-testid": testid }, h("h3", { text: title }), body);
+    };
+    return h("article", { class: "call span-detail", "data-testid": "span", "data-span": d.span_id, "data-kind": d.kind },
+      h("header", { class: "call-head" },
+        h("h2", {}, h("span", { class: `badge k-${d.kind}`, text: d.kind }), " ", d.function || d.name),
+        h("p", { class: "callpath", text: d.name }),
+        h("dl", { class: "meta" },
+          meta("status", statusBadge(d.status)),
+          meta("duration", fmtMs(d.duration_ms)),
+          meta("started", fmtTime(d.start_ns)),
+          meta("span", h("span", { class: "mono", text: d.span_id })))),
+      d.error
+        ? h("section", { class: "block", "data-testid": "span-error" },
+            h("h3", { text: "Error" }),
+            h("pre", { class: "text error-text", text: d.error }))
+        : null,
+      io("Input", "span-input", d.input, d.input_mime),
+      io("Output", "span-output", d.output, d.output_mime),
+    );
   }
 
   /** Expand the segment named by location.hash (#seg-I) and scroll it into view. */
@@ -230,24 +291,38 @@ export class CallDetail {
   diff(d) {
     const df = d.diff;
     const attrs = { "data-testid": "diff", class: "block diff", "aria-labelledby": "diff-title" };
-    const title = h("h3", { id: "diff-title", text: "Difference with the call it was compared with" });
-    if (!df) return h("section", attrs, title, h("p", { class: "muted", text: "No earlier call shares a prefix with it, or it cannot be compared: nothing to compare with." }));
-    const prev = h("a", { href: `/ui/calls/${df.previous}`, onclick: (e) => { e.preventDefault(); this.onCall(df.previous); }, text: `call ${df.previous}` });
-    if (df.same) return h("section", { ...attrs, "data-same": "true" }, title, h("p", { class: "ok" }, "same as ", prev, ": the context did not change"));
+    if (!df) {
+      return h("section", attrs, h("h3", { id: "diff-title", text: "What changed" }),
+        h("p", { class: "muted", text: "No earlier call on its path, and none its prompt cache was compared with (or it cannot be rebuilt): nothing to compare with." }));
+    }
+    const link = (n) => h("a", { href: `/ui/calls/${n}`, onclick: (e) => { e.preventDefault(); this.onCall(n); }, text: `call ${n}` });
+    const title = h("h3", { id: "diff-title" }, `What changed since `, link(df.previous));
+    const why = df.basis === "path"
+      ? ["call ", String(df.previous), " is the previous call on its path: made in the same agentic call, or in one it runs under"]
+      : ["call ", String(df.previous), " is the call its prompt cache was compared with (no earlier call on its path)"];
+    const other = df.basis === "path" && df.cache_compared !== null && df.cache_compared !== undefined && df.cache_compared !== df.previous
+      ? ["; the prompt cache compared it with ", link(df.cache_compared)]
+      : [];
+    const basis = h("p", { class: "muted basis", "data-testid": "diff-basis", "data-basis": df.basis || "" }, ...why, ...other, ".");
+    const words = h("ul", { class: "words", "data-testid": "diff-words" }, (df.words || []).map((w) => h("li", { text: w })));
+    const common = { ...attrs, "data-previous": df.previous, "data-basis": df.basis || "" };
+    if (df.same) return h("section", { ...common, "data-same": "true" }, title, basis, words);
     const segLink = df.segment !== null && df.segment !== undefined
       ? h("a", { href: `#seg-${df.segment}`, onclick: (e) => { e.preventDefault(); history.replaceState(history.state, "", `${location.pathname}${location.search}#seg-${df.segment}`); this.applyHash(); }, text: `segment ${df.segment} (${df.component || "?"})` })
       : null;
     const [before, after] = excerpts(df.before || "", df.after || "");
-    const partNote = df.part ? `: first change in ${PART_NAMES[df.part] || df.part} ${df.index} at character ${fmtInt(df.offset)}` : "";
-    return h("section", { ...attrs, "data-component": df.component ?? "", "data-segment": df.segment ?? "", "data-part": df.part ?? "", "data-item": df.index ?? "" },
-      title,
-      h("p", {}, df.reason || "the context changed"),
-      h("p", { class: "muted" }, "compared with ", prev, segLink ? [": first change in ", segLink] : partNote,
-        df.byte !== null && df.byte !== undefined ? ` at byte ${fmtInt(df.byte)}` : "",
-        !df.part && df.offset !== null && df.offset !== undefined ? ` (byte ${fmtInt(df.offset)} of the whole context)` : ""),
-      h("div", { class: "excerpts" },
+    const partNote = df.part ? `first change in ${PART_NAMES[df.part] || df.part} ${df.index} at character ${fmtInt(df.offset)}` : "";
+    const where = segLink || partNote
+      ? h("p", { class: "muted" }, segLink ? ["first change in ", segLink] : partNote,
+          df.byte !== null && df.byte !== undefined ? ` at byte ${fmtInt(df.byte)}` : "",
+          !df.part && df.offset !== null && df.offset !== undefined ? ` (byte ${fmtInt(df.offset)} of the whole context)` : "",
+          df.reason && df.reason.includes(": ") ? ` — ${df.reason.slice(df.reason.indexOf(": ") + 2)}` : "")
+      : null;
+    return h("section", { ...common, "data-component": df.component ?? "", "data-segment": df.segment ?? "", "data-part": df.part ?? "", "data-item": df.index ?? "" },
+      title, basis, words, where,
+      where ? h("div", { class: "excerpts" },
         h("div", {}, h("h4", { text: `before (call ${df.previous})` }), h("pre", { class: "text before" }, before)),
-        h("div", {}, h("h4", { text: `after (call ${d.index})` }), h("pre", { class: "text after" }, after))),
+        h("div", {}, h("h4", { text: `after (call ${d.index})` }), h("pre", { class: "text after" }, after))) : null,
     );
   }
 
@@ -256,31 +331,44 @@ export class CallDetail {
     const wires = facets.wires && facets.wires.length ? [...facets.wires] : [d.wire];
     if (d.wire && !wires.includes(d.wire)) wires.unshift(d.wire);
     this.wire ||= d.wire || wires[0];
-    this.reqPre = h("pre", { "data-testid": "request", class: "text json", tabindex: "0", "aria-label": "request JSON", text: "loading…" });
+    this.reqJSON = null;
+    this.reqView = h("div", { "data-testid": "request", class: "text json jv-wrap", tabindex: "0", "aria-label": "the request, multi-line strings as text", text: "loading…" });
+    this.reqRaw = h("pre", { "data-testid": "request-raw", class: "text json", tabindex: "0", "aria-label": "the request as JSON", hidden: true });
     this.reqNote = h("span", { class: "muted" });
     const copied = h("span", { class: "muted", "aria-live": "polite" });
+    const raw = h("button", { type: "button", class: "small", "data-testid": "request-raw-toggle", "aria-pressed": "false", text: "raw JSON",
+      onclick: () => {
+        const on = this.reqRaw.hidden;
+        this.reqRaw.hidden = !on;
+        this.reqView.hidden = on;
+        raw.setAttribute("aria-pressed", String(on));
+      } });
     return h("section", { class: "block req", "aria-labelledby": "req-title" },
       h("div", { class: "sec-head" },
         h("h3", { id: "req-title", text: "Request" }),
         h("label", {}, "wire ",
           h("select", { "data-testid": "wire-select", onchange: (e) => { this.wire = e.target.value; this.loadRequest(); } },
             wires.map((w) => h("option", { value: w, selected: w === this.wire, text: w === d.wire ? `${w} (as sent)` : w })))),
-        h("button", { type: "button", class: "small", text: "copy", onclick: () => copy(this.reqPre, copied) }),
+        raw,
+        h("button", { type: "button", class: "small", "data-testid": "request-copy", text: "copy JSON", onclick: () => copy(this.reqJSON, this.reqRaw, copied) }),
         copied, this.reqNote),
-      this.reqPre);
+      this.reqView, this.reqRaw);
   }
 
   async loadRequest() {
     const n = this.n;
     const wire = this.wire;
-    const pre = this.reqPre;
+    const view = this.reqView;
     try {
       const r = await api.request(n, wire);
-      if (pre !== this.reqPre || wire !== this.wire) return;
-      pre.textContent = JSON.stringify(r.body, null, 2);
+      if (view !== this.reqView || wire !== this.wire) return;
+      this.reqJSON = JSON.stringify(r.body, null, 2);
+      this.reqRaw.textContent = this.reqJSON;
+      view.replaceChildren(jsonView(r.body));
+      view.dataset.ready = "true";
       this.reqNote.textContent = r.as_sent ? "as sent" : `translated to ${r.wire} (not what was sent)`;
     } catch (err) {
-      if (pre === this.reqPre) pre.textContent = `could not load the request: ${err.message}`;
+      if (view === this.reqView) view.textContent = `could not load the request: ${err.message}`;
     }
   }
 
@@ -399,12 +487,14 @@ function excerpts(a, b) {
   return [part(a), part(b)];
 }
 
-async function copy(pre, note) {
-  const text = pre.textContent;
+/** Put `text` on the clipboard; where the browser refuses, show and select `pre` (which holds it). */
+async function copy(text, pre, note) {
+  if (text === null || text === undefined) return;
   try {
     await navigator.clipboard.writeText(text);
     note.textContent = "copied";
   } catch {
+    pre.hidden = false;
     const range = document.createRange();
     range.selectNodeContents(pre);
     const sel = getSelection();
@@ -415,3 +505,9 @@ async function copy(pre, note) {
   setTimeout(() => (note.textContent = ""), 2000);
 }
 
+/** A span's input or output: JSON as a view (multi-line strings as text), anything else as text. */
+function ioText(text, mime) {
+  const value = (!mime || mime.includes("json")) ? parsedJSON(text) : undefined;
+  if (value !== undefined) return h("div", { class: "text json jv-wrap" }, jsonView(value));
+  return h("pre", { class: "text" }, text);
+}

@@ -3,8 +3,12 @@
 //     a node's children are fetched when it is expanded; a long level shows a window of
 //     200 nodes with "show earlier" / "load more", so the DOM never holds a whole level),
 //     rendered flat (one treeitem per visible node, aria-level for depth) so that keyboard
-//     moves are sibling moves. It marks the selected call's path (class on-path) and keeps
-//     expanded nodes and focus across live refreshes.
+//     moves are sibling moves. Each node shows the first words of its input, so that calls
+//     of one function tell apart. Activating a model call opens it; activating any other node
+//     (an agentic call, a tool call) opens its input, output and error and expands it. It marks
+//     the selected node's path (class on-path) and keeps expanded nodes and focus across live
+//     refreshes. Rows never scroll the pane sideways: a long name is cut with an ellipsis (the
+//     whole in its title) and the figures wrap under it when the pane is narrow.
 //   - Chart: an SVG of simulated cached (read, written) vs uncached tokens per call, with the
 //     simulated cost and the provider's reported cache read as lines;
 //     calls are binned when there are more calls than pixels.
@@ -14,9 +18,10 @@ import { api, h, setChildren, fmtInt, fmtCost, fmtMs, tokensOf, statusBadge } fr
 const PAGE = 200; // nodes per request
 
 export class CallTree {
-  constructor(root, { onCall }) {
+  constructor(root, { onCall, onSpan }) {
     this.root = root;
     this.onCall = onCall;
+    this.onSpan = onSpan;
     root.setAttribute("role", "tree");
     root.addEventListener("click", (e) => this.onClick(e));
     root.addEventListener("keydown", (e) => this.onKey(e));
@@ -319,9 +324,9 @@ export class CallTree {
     if (el.tabIndex !== 0) el.tabIndex = -1;
     el.className = `tnode kind-${d.kind || "other"}`;
     el.style.setProperty("--depth", node.depth);
-    el.title = d.error ? `${d.name}: ${d.error}` : d.name || "";
-    this.mark(node);
     const label = d.function || d.name || d.span_id;
+    el.title = [d.name || label, d.excerpt ? `(${d.excerpt})` : "", d.error ? `— ${d.error}` : ""].filter(Boolean).join(" ");
+    this.mark(node);
     setChildren(el,
       d.children > 0
         ? h("button", { class: "twisty", type: "button", tabindex: "-1", "aria-label": node.expanded ? "collapse" : "expand", text: node.expanded ? "▾" : "▸" })
@@ -330,11 +335,14 @@ export class CallTree {
         ? h("span", { class: "badge llm", text: `LLM #${d.call}` })
         : d.kind && d.kind !== "other" ? h("span", { class: `badge k-${d.kind}`, text: d.kind }) : null,
       d.reconstructed ? h("span", { class: "badge recon", text: "span", title: "reconstructed from another instrumentation's span, not verified" }) : null,
-      h("span", { class: "name", text: label }),
-      statusBadge(d.status),
-      h("span", { class: "m", text: fmtMs(d.duration_ms) }),
-      h("span", { class: "m", text: `${fmtInt(tokensOf(d.usage))} tok`, title: "input + output tokens of the subtree" }),
-      h("span", { class: "m", text: fmtCost(d.cost) }),
+      h("span", { class: "label" },
+        h("span", { class: "name", text: label }),
+        d.excerpt ? h("span", { class: "ex", "data-testid": "node-excerpt", text: d.excerpt }) : null),
+      h("span", { class: "nums" },
+        statusBadge(d.status),
+        h("span", { class: "m", text: fmtMs(d.duration_ms) }),
+        h("span", { class: "m", text: `${fmtInt(tokensOf(d.usage))} tok`, title: "input + output tokens of the subtree" }),
+        h("span", { class: "m", text: fmtCost(d.cost) })),
     );
   }
 
@@ -356,7 +364,10 @@ export class CallTree {
     const node = this.nodes.get(el.dataset.span);
     if (!node) return;
     if (node.data.call !== null && node.data.call !== undefined) this.onCall(node.data.call);
-    else this.toggle(node);
+    else {
+      this.onSpan(node.data.span_id);
+      if (!node.expanded) this.expand(node.data.span_id);
+    }
   }
 
   toggle(node) {
@@ -581,7 +592,8 @@ export class Chart {
     const b = this.binAt(e);
     if (!b) return;
     const calls = this.data.calls;
-    const span = b.hi - b.lo > 1 ? `calls #${calls[b.lo].index}–#${calls[b.hi - 1].index} (mean)` : `call #${calls[b.lo].index} ${calls[b.lo].label || ""}`;
+    const one1 = calls[b.lo];
+    const span = b.hi - b.lo > 1 ? `calls #${calls[b.lo].index}–#${calls[b.hi - 1].index} (mean)` : `call #${one1.index} ${one1.label || ""}${one1.excerpt ? ` (${one1.excerpt})` : ""}`;
     const one = b.hi - b.lo === 1 ? calls[b.lo] : null;
     const rep = one ? (one.reported_read === null || one.reported_read === undefined ? "not reported" : `read ${fmtInt(one.reported_read)}`) : `read ${fmtInt(Math.round(b.reported))}`;
     const why = one && one.reason ? ` · ${one.reason}` : "";

@@ -11,7 +11,9 @@ export class VirtualList {
   /**
    * @param {object} o
    * @param {HTMLElement} o.root      the scroll container (gets role=listbox)
-   * @param {number} o.rowHeight      px, fixed
+   * @param {number} o.rowHeight      px, the same for every row
+   * @param {(root:HTMLElement) => number} [o.rowHeightFor]  the row height at the list's present width
+   *                                  (asked again when it resizes: rows may take two lines when narrow)
    * @param {number} o.pageSize       items per request
    * @param {(offset:number, limit:number) => Promise<{total:number, items:any[]}>} o.fetchPage
    * @param {(row:HTMLElement, item:any|null, index:number) => void} o.renderRow  fills a row (item null: not loaded yet)
@@ -41,7 +43,26 @@ export class VirtualList {
       const row = e.target.closest(".vrow");
       if (row && this.root.contains(row)) this.activate(Number(row.dataset.vi), row);
     });
-    new ResizeObserver(() => this.schedule()).observe(this.root);
+    new ResizeObserver(() => {
+      this.resize();
+      this.schedule();
+    }).observe(this.root);
+  }
+
+  /** The row height asked again (the list's width changed): rows placed anew, the same row on top. */
+  resize() {
+    if (!this.rowHeightFor) return;
+    const height = this.rowHeightFor(this.root);
+    if (!(height > 0) || height === this.rowHeight) return;
+    const top = Math.floor(this.root.scrollTop / this.rowHeight);
+    this.rowHeight = height;
+    for (const [i, row] of this.rows) {
+      row.style.top = `${i * height}px`;
+      row.style.height = `${height}px`;
+    }
+    this.spacer.style.height = `${this.total * height}px`;
+    this.root.scrollTop = top * height;
+    this.render();
   }
 
   /** Forget everything (new filter, other tree) and load from the top. */
