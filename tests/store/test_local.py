@@ -12,7 +12,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from helpers.otlp_requests import build, span
 from helpers.stores import all_calls, log_of, served_trees, tree_keys
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from callctx.projection import Projection, read_log
@@ -291,8 +291,17 @@ def oracle(spans):
     return [(i, sid, fn, path, status) for i, (_, sid, fn, path, status) in enumerate(calls, start=1)]
 
 
+TRACE_AB = "0000000000000000000000000000ab00"
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(forests(), st.randoms(use_true_random=False), st.integers(1, 4))
+@example(  # a model-call span under one of our chat spans, above which a foreign LLM span is a call, not a wrapper
+    [(TRACE_AB, 1, None, "llm", 0, False, None), (TRACE_AB, 2, 1, "ours", 1, False, None),
+     (TRACE_AB, 3, None, "agentic", 0, False, None), (TRACE_AB, 4, 1, "agentic", 0, True, None),
+     (TRACE_AB, 5, 2, "llm", 0, False, None)],
+    random.Random(0), 1,
+)  # fmt: skip
 def test_any_arrival_gives_the_projections_calls_and_trees(tmp_path_factory, spans, rnd, blocks):
     records = records_of(spans)
     rnd.shuffle(records)

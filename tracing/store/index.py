@@ -822,15 +822,22 @@ class _Block:
             ).fetchall()
         wrappers: dict[str, None] = {}
         for _, parent in carriers:
+            found: list[str] = []
             seen = 0
+            agentic = False
             while parent is not None and seen < MAX_DEPTH:
                 up = self._up(parent)
                 if up is None:
                     break
+                if up.ours and not agentic:  # inside one of our model calls: part of it, no call of its own
+                    found = []
+                    break
                 if up.kind == "llm" and not up.ours:
-                    wrappers[parent] = None
+                    found.append(parent)
+                agentic = agentic or up.kind == "agentic"
                 parent = up.parent_id
                 seen += 1
+            wrappers.update(dict.fromkeys(found))
         if wrappers:
             ids = list(wrappers)
             db.executemany("INSERT OR IGNORE INTO wrapped VALUES (?)", [(w,) for w in ids])
