@@ -364,7 +364,7 @@ def test_the_pictures_in_the_readme(browser, tmp_path):
     """The demo at a scale where the prompt cache hits, as the README shows it (the pictures are
     saved when CALLCTX_SCREENSHOTS is set); each view shows the cache reads it should."""
     log = tmp_path / "events.jsonl"
-    rt = setup(log, session_id="demo")
+    rt = setup(log, session_id="demo", service_name="research-agent")
     run(rt, scale=8)
     rt.close()
     page = Page(log)

@@ -37,7 +37,7 @@ def trip_log(folder: Path) -> Path:
         "research_city": [f"answer {i}" for i in range(6)],
         "check_budget": [NOT_A_BUDGET, NOT_A_BUDGET],
     }
-    rt = setup(path, session_id=SESSION, model=ScriptedModel(script))
+    rt = setup(path, session_id=SESSION, model=ScriptedModel(script), service_name="trip-planner")
 
     @agentic
     async def research_city(city: str, days: int) -> str:
