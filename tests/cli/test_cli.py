@@ -159,3 +159,25 @@ def test_an_empty_log_gets_the_same_answer_everywhere(tmp_path, capsys):
     context = capsys.readouterr().err
     said = "records no model calls (it holds no spans yet)"
     assert said in listed and said in tree and said in context
+
+
+def test_calls_wide_gives_span_ids_the_tree_command_takes_and_each_callers_input(demo_log):
+    log, live = demo_log
+    code, out, _ = cli("calls", str(log), "--wide")
+    assert code == 0
+    rows = out.splitlines()[1 : 1 + len(live)]
+    ids = [row.split()[1] for row in rows]
+    assert ids == [c.chat_span_id for c in live]  # each call's own span
+    assert "(topic: Extend LLM-as-Code" in rows[1]  # _lit_decide's first words
+    code, tree, _ = cli("tree", str(log), "--span", ids[1])
+    assert code == 0 and tree == live[1].tree  # the tree that call saw, by the id the listing gave
+
+
+def test_tree_final_stands_alone_or_takes_a_call(demo_log):
+    log, live = demo_log
+    code, out, _ = cli("tree", str(log), "--final")
+    assert code == 0
+    assert out.startswith("- function: research_agent") and "status: running" not in out
+    assert "Plan ready" in out  # the root's output: the run is over
+    code, at, _ = cli("tree", str(log), "--final", "--at", "2")
+    assert code == 0 and "_lit_decide" in at and at != live[1].tree  # as it stands now, not as call 2 saw it

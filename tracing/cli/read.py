@@ -57,7 +57,8 @@ def cmd_calls(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             span = f"{c.span_id:<16} " if args.wide else ""
             out.write(
                 f"{c.index:>4}  {span}{name[:22]:<22} {(c.model or '-')[:22]:<22} {_n(tokens):>7} {_n(u.input):>7} "
-                f"{_n(u.output):>6} {_n(u.cache_read):>6} {cacheable:>9}  {c.status:<11} {c.call_path or ''}\n"
+                f"{_n(u.output):>6} {_n(u.cache_read):>6} {cacheable:>9}  {c.status:<11} {c.call_path or ''}"
+                f"{f'  ({c.excerpt})' if args.wide and c.excerpt else ''}\n"
             )
         out.write(
             "\ntokens, cacheable: counted by callctx from the rebuilt request (the tool loop included); "
@@ -150,7 +151,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """The calls, tree, context commands."""
     p = sub.add_parser("calls", help="list every model call of an event log")
     add_source(p)
-    p.add_argument("--wide", action="store_true", help="also each call's span id (for tree --span)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="also each call's span id (for tree --span) and the first words of its caller's input",
+    )
     p.set_defaults(run=cmd_calls)
     p = sub.add_parser("tree", help="the call tree model call N (or span ID) saw")
     add_source(p)
