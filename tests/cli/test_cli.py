@@ -117,6 +117,9 @@ def test_demo_command_writes_the_log_and_an_otlp_file(tmp_path):
     names = {sp["name"] for sp in spans}
     assert "invoke_agent research_agent" in names and "chat scripted-research" in names
     assert all(len(sp["spanId"]) == 16 and len(sp["traceId"]) == 32 for sp in spans)  # hex ids
+    services = {a["value"]["stringValue"] for rs in otlp["resourceSpans"] for a in rs["resource"]["attributes"]
+                if a["key"] == "service.name"}  # fmt: skip
+    assert services == {"callctx-demo"}  # the demo names its service (not unknown_service:python3)
     code, out, _ = cli("context", str(log), "--at", "2")
     assert code == 0
 
