@@ -188,7 +188,9 @@ class LocalStore:
         them: it indexes ``FOLLOW_STEP`` bytes of the log at a time, each when no request is
         running, but waits no more than ``give_way`` seconds in a round (so the index is never
         much more than ``every + give_way`` seconds behind the log, however busy the server);
-        the ledger is fed ``LEDGER_STEP`` calls a round, and more only while no request runs."""
+        the ledger is fed ``LEDGER_STEP`` calls at a time once no request has run for
+        ``LEDGER_IDLE`` seconds (while requests keep coming it waits: a reader that asks for an
+        entry brings the ledger up to it, as always)."""
         self._traffic = traffic
         self._give_way = give_way
         self._following.start(every)
