@@ -29,6 +29,7 @@ not read. The ledger only steps forward; threading: not thread-safe (its owner s
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -182,6 +183,20 @@ class Ledger:
 
     def parts_of(self, call: int) -> Parts | None:
         return self._parts.get(call)
+
+    def copy(self) -> Ledger:
+        """An independent copy, to resume from later (a checkpoint): what adding calls changes is
+        copied (the simulators' state, the maps of earlier calls), what is never changed once made
+        is shared (the entries and parts, frozen; what is kept of each call; the rules table), so
+        a copy costs little more than the simulators' state."""
+        twin = copy.copy(self)
+        twin._sims = copy.deepcopy(self._sims)
+        twin._marks = dict(self._marks)
+        twin._seen = dict(self._seen)
+        twin._parts = OrderedDict(self._parts)
+        twin._last_of = dict(self._last_of)
+        twin.entries = list(self.entries)
+        return twin
 
     def add(self, item: Item, earlier_parts: Mapping[int, Parts] | None = None) -> Entry:
         """The entry of the next call (calls come in call order). ``earlier_parts``: parts of

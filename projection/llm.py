@@ -129,7 +129,8 @@ def usage_of(*layers: Mapping[str, Any]) -> dict[str, int]:
     for attrs in layers:
         for field, keys in _USAGE.items():
             for key in keys:
-                n = _int(attrs.get(key))
+                value = attrs.get(key)
+                n = None if value is None else _int(value)
                 if n is not None:
                     out[field] = n
                     break

@@ -13,15 +13,21 @@ Reading contract
   mode a corrupt (not torn) line raises :class:`LogError` after the records before it.
 * :func:`read_log` yields only the first :class:`LogHeader` (writers creating a file together
   may each write one); :func:`read_blocks` and the located readers keep every record.
-* Memory: the file is read ``_CHUNK`` bytes at a time into one reused buffer; a block's
-  records are decoded (and the block forgotten) before the buffer is refilled, so a reader
-  holds one block of the file, whatever its size.
+* Memory: the file is read ``_CHUNK`` bytes at a time into one reused buffer (no larger than
+  the bytes asked for, for a byte range or a bounded step of a tail); a block's records are
+  decoded (and the block forgotten) before the buffer is refilled, so a reader holds one block
+  of the file, whatever its size.
 * Errors: a missing or unreadable file raises :class:`LogError` (``read_log``,
   ``read_blocks``, ``read_ranges``); :class:`LogTail` reads a missing file as empty. A log
   that shrank, or whose first line changed (another file put in its place), is reported by
   :attr:`LogTail.replaced`, and the tail starts again from its first byte.
 
-Threading: the functions share nothing; a :class:`LogTail` is used by one thread at a time.
+Records this process wrote itself need not be decoded again: a writer hands them to the
+tail's :class:`Known` with their lines, and a line found byte for byte in the log is taken from
+there (any other line, another writer's included, is decoded as usual).
+
+Threading: the functions share nothing; a :class:`LogTail` is used by one thread at a time; a
+:class:`Known` is added to from any thread.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ import hashlib
 import io
 import os
 import re
-from collections.abc import Iterable, Iterator
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,18 +81,20 @@ class _Lines:
         f = self._f
         f.seek(self._start)
         left = None if self._end is None else self._end - self._start
-        buf = bytearray(2 * _CHUNK)
+        # a bounded read (a byte range, a tail) needs no more room than its bytes
+        buf = bytearray(2 * _CHUNK if left is None else max(min(2 * _CHUNK, left), 0))
         view = memoryview(buf)
         kept = 0  # bytes at the start of buf: a line whose end is not read yet
         offset = self._start
         try:
             while left is None or left > 0:
-                if kept + _CHUNK > len(buf):  # a line longer than a chunk: make room for more of it
-                    bigger = bytearray(max(2 * len(buf), kept + 2 * _CHUNK))
+                want = _CHUNK if left is None else min(_CHUNK, left)
+                if kept + want > len(buf):  # a line longer than a chunk: make room for more of it
+                    room = max(2 * len(buf), kept + 2 * _CHUNK)
+                    bigger = bytearray(room if left is None else min(room, kept + left))
                     bigger[:kept] = view[:kept]
                     view.release()
                     buf, view = bigger, memoryview(bigger)
-                want = _CHUNK if left is None else min(_CHUNK, left)
                 got = f.readinto(view[kept : kept + want])
                 if not got:
                     break
@@ -228,6 +238,70 @@ def merge_ranges(ranges: Iterable[tuple[int, int]], gap: int = 0) -> list[tuple[
 
 
 # ---- a growing log --------------------------------------------------------------------------
+KNOWN_BYTES = 64 << 20
+"""At most this many bytes of lines wait in a :class:`Known` (the oldest are let go first)."""
+
+
+class Known:
+    """Records a writer in this process encoded for the log, by their line: a :class:`LogTail`
+    takes from here each line it finds byte for byte (the same bytes are the same record), and
+    decodes only the others. Nothing else changes: where a record is, and whether it is read at
+    all, is the log's say alone; a line never written is let go once ``max_bytes`` of newer
+    ones wait.
+
+    Threading: :meth:`add` from any thread, costing the adder an append under a lock (the lines
+    are split and hashed by the tail's thread); :meth:`take` from one thread at a time (the
+    tail's)."""
+
+    def __init__(self, max_bytes: int = KNOWN_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()  # guards the two below
+        self._added: deque[tuple[bytes, Sequence[Record]]] = deque()
+        self._waiting = 0  # bytes of the lines in ``_added``
+        self._lines: OrderedDict[bytes, Record | None] = OrderedDict()  # the taker's; never None
+        self._size = 0  # bytes of the lines in ``_lines``
+
+    def add(self, data: bytes, records: Sequence[Record]) -> None:
+        """``data`` is how ``records`` are written: one line each, in order, each ended by a
+        newline. Call before ``data`` is written."""
+        with self._lock:
+            self._added.append((data, records))
+            self._waiting += len(data)
+            while self._waiting > self.max_bytes and len(self._added) > 1:  # nobody takes: let the oldest go
+                self._waiting -= len(self._added.popleft()[0])
+
+    def __bool__(self) -> bool:
+        return bool(self._added or self._lines)
+
+    def take(self, lines: Sequence[bytes]) -> list[Record | None]:
+        """The record of each line (without its newline) when it is known, else None; a line
+        taken is forgotten (the same line again is decoded)."""
+        with self._lock:
+            added = list(self._added)
+            self._added.clear()
+            self._waiting = 0
+        known = self._lines
+        for data, records in added:
+            got = data.split(b"\n")
+            got.pop()
+            if len(got) != len(records):  # not lines of these records: nothing to take
+                continue
+            for line, rec in zip(got, records, strict=True):
+                if line not in known:  # the same line twice: the first is taken, the second decoded
+                    known[line] = rec
+                    self._size += len(line) + 1
+        while self._size > self.max_bytes and known:
+            line, _ = known.popitem(last=False)
+            self._size -= len(line) + 1
+        out: list[Record | None] = []
+        for line in lines:
+            found = known.pop(line, None)
+            if found is not None:
+                self._size -= len(line) + 1
+            out.append(found)
+        return out
+
+
 class LogTail:
     """Follows one log as it grows: each :meth:`read` gives the records appended since the
     last one, located (:class:`Located`), a block at a time, whole lines only.
@@ -237,8 +311,17 @@ class LogTail:
     digest of the log's first line (its header names when the log was created), so a log put
     in place of another, even at the same path and inode, is told apart."""
 
-    def __init__(self, path: str | os.PathLike[str], *, offset: int = 0, line: int = 0, identity: str | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        offset: int = 0,
+        line: int = 0,
+        identity: str | None = None,
+        known: Known | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.known = known if known is not None else Known()  # records a writer here already has
         self.offset = offset
         self.line = line
         self.identity = identity
@@ -255,11 +338,14 @@ class LogTail:
         except FileNotFoundError:
             return 0
 
-    def read(self) -> Iterator[list[Located]]:
-        """The records appended since the last read, a list per block. After a read that set
-        :attr:`replaced`, the records are those of the new log from its first byte: a caller
-        keeping anything derived from the old one drops it first."""
+    def read(self, limit: int | None = None) -> Iterator[list[Located]]:
+        """The records appended since the last read, a list per block; with ``limit``, those of
+        about that many bytes at most (whole lines, and at least one: :attr:`more` then says
+        whether the log holds more past them). After a read that set :attr:`replaced`, the
+        records are those of the new log from its first byte: a caller keeping anything derived
+        from the old one drops it first."""
         self.replaced = False
+        self.more = False
         try:
             f = open(self.path, "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
@@ -277,18 +363,33 @@ class LogTail:
                 self.identity = identity
             if size <= self.offset:
                 return
-            lines = _Lines(f, self.offset, size, self.line)
-            for view, offset, line_no in lines:
-                damage: list[Damage] = []
+            start = self.offset
+            end = size if limit is None else min(size, start + limit)
+            yield from self._blocks(f, end)
+            while self.offset == start and end < size:  # a line longer than the limit: read it whole
+                end = min(size, start + 2 * (end - start))
+                yield from self._blocks(f, end)
+            self.more = end < size
+
+    more = False  # the last read stopped at its limit, before the end of the log
+
+    def _blocks(self, f: io.BufferedReader, end: int) -> Iterator[list[Located]]:
+        lines = _Lines(f, self.offset, end, self.line)
+        known = self.known
+        for view, offset, line_no in lines:
+            damage: list[Damage] = []
+            if known:
+                located = _locate_known(view, self.path, line_no, offset, damage, known)
+            else:
                 located = _locate(view, self.path, line_no, offset, damage)
-                self.damaged += len(damage)
-                room = self.DAMAGE_KEPT - len(self.damage)
-                if room > 0:
-                    self.damage.extend(damage[:room])
-                self.offset = offset + len(view)
-                self.line = lines.lines
-                if located:
-                    yield located
+            self.damaged += len(damage)
+            room = self.DAMAGE_KEPT - len(self.damage)
+            if room > 0:
+                self.damage.extend(damage[:room])
+            self.offset = offset + len(view)
+            self.line = lines.lines
+            if located:
+                yield located
 
 
 def _locate(block: memoryview, path: Path, line_no: int, offset: int, damage: list[Damage]) -> list[Located]:
@@ -315,6 +416,35 @@ def _locate(block: memoryview, path: Path, line_no: int, offset: int, damage: li
         if i == n:
             return out
     return _decode_slowly(raw, path, line_no, offset, False, damage)[0]
+
+
+def _locate_known(
+    block: memoryview, path: Path, line_no: int, offset: int, damage: list[Damage], known: Known
+) -> list[Located]:
+    """:func:`_locate`, taking each line's record from ``known`` when it is there; runs of
+    other lines are decoded together."""
+    raw = bytes(block)
+    lines = raw.split(b"\n")
+    lines.pop()  # a block ends with a newline: nothing after it
+    found = known.take(lines)
+    new = tuple.__new__  # a Located, without the keyword handling of its constructor
+    out: list[Located] = []
+    pos = 0
+    run = -1  # where the run of lines not known starts (-1: none), and its first line's index
+    run_line = 0
+    for i, (line, rec) in enumerate(zip(lines, found, strict=True)):
+        if rec is None:
+            if run < 0:
+                run, run_line = pos, i
+        else:
+            if run >= 0:
+                out += _locate(memoryview(raw)[run:pos], path, line_no + run_line, offset + run, damage)
+                run = -1
+            out.append(new(Located, (rec, offset + pos, len(line) + 1)))
+        pos += len(line) + 1
+    if run >= 0:
+        out += _locate(memoryview(raw)[run:pos], path, line_no + run_line, offset + run, damage)
+    return out
 
 
 # ---- decoding a block ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import threading
 
     from callctx.serve import Receiver, Receiving, TableReceiver, serve_grpc, serve_http
+    from callctx.serve.ingest import tune_collector
 
     token = args.token or os.environ.get("CALLCTX_TOKEN") or None
     for name in ("max_body", "max_connections", "max_traces"):
@@ -76,6 +77,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         kept = f"event log: {args.log}"
     out.write(f"{kept}{' (bearer token required)' if token else ''}\n")
     out.flush()
+    tune_collector()  # this process is a server from here on
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -48,9 +48,13 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         meta = dict(context.invocation_metadata())
         if not rx.authorized(meta.get("authorization")):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        with rx.traffic.request(), collector_paused():  # resumed once the request's records are let go
+            return self._export(request, context)
+
+    def _export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
+        rx = self.rx
         t0 = time.perf_counter()
-        with collector_paused():
-            decoded = decode_request(request)
+        decoded = decode_request(request)
         spent = time.perf_counter() - t0
         rx.stats.add(seconds_decode=spent, seconds_total=spent)
         try:

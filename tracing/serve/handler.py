@@ -26,7 +26,7 @@ from callctx.ui.views import Views
 from . import read_api
 from .body import BodyError, read_body
 from .http_server import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, JSON, Handler, path_parts, start
-from .ingest import PROTOBUF, Receiving
+from .ingest import PROTOBUF, Receiving, collector_paused
 
 
 def make_handler(
@@ -76,6 +76,10 @@ def make_handler(
             if not self._authorized():
                 self.close_connection = True
                 return
+            with rx.traffic.request(), collector_paused():  # resumed once the request's records are let go
+                self._ingest(ctype)
+
+        def _ingest(self, ctype: str) -> None:
             try:
                 body = read_body(self.rfile, self.headers, rx.max_body)
                 decoded = rx.decode(body, ctype)

@@ -3,11 +3,21 @@ event log; everything read back goes through the local store over that log.
 
 One request at a time: the body is decoded straight into the records the log takes
 (:mod:`callctx.projection.otlp`), the request's spans are sorted by start, their records
-encoded once and appended to the log in one write. That is all the request waits for: the
-store's index follows the log (a background thread indexes what was appended, every
-``INDEX_EVERY`` seconds, and every read catches up first), and trees are folded on read. The
-cyclic garbage collector pauses while a request is decoded and encoded (its many objects are
-short-lived and free of cycles).
+encoded once and appended to the log in one write. That is all the request waits for: it is
+answered once its records are in the log (the durability contract of
+:mod:`callctx.projection.log`). The store's index follows the log in a background thread
+(every ``INDEX_EVERY`` seconds) that gives way to the requests in progress (:attr:`Receiving.traffic`):
+it indexes a step of the log at a time while no request runs, waiting no more than a round's
+worth for them, so it holds every record within about a second of its answer however busy
+the receiver is; the cache ledger follows once the receiver has been idle a moment. Every read
+catches up first, so a reader sees every record answered before it asked. The records a request
+wrote are handed to the index with their lines (:meth:`LocalStore.expect`): what the index finds
+byte for byte in the log is taken as it is, not decoded again; what it indexes is still what the
+log holds. Trees are folded on read.
+
+The cyclic garbage collector pauses while a request is handled, and resumes once its records are
+let go (they are many, short-lived and free of cycles); ``callctx serve`` also freezes what it
+made to start and collects less often (:func:`tune_collector`).
 
 Restart: a receiver started on an existing log answers for everything in it. The index beside
 the log (``LOG.index.sqlite``) resumes where it stopped, after a clean stop or a kill, and is
@@ -38,10 +48,11 @@ import msgspec
 
 from callctx.projection.batch import Batch
 from callctx.projection.errors import BadInput
-from callctx.projection.events import encode
+from callctx.projection.events import Record
 from callctx.projection.log import EventLog, FsyncPolicy
 from callctx.projection.otlp import decode_json, decode_protobuf
 from callctx.projection.texts import Assembler
+from callctx.store.follow import Traffic
 from callctx.store.local import DEFAULT_MAX_TREES, LocalStore
 from callctx.store.model import Store, StoreState
 
@@ -52,7 +63,7 @@ from .http_server import Access
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY = 16 << 20  # bytes, after decompression
-INDEX_EVERY = 0.25  # seconds between the background indexer's looks at the log
+INDEX_EVERY = 0.25  # seconds between the background indexer's rounds
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -70,6 +81,7 @@ class Stats:
     malformed: int = 0
     seconds_total: float = 0.0  # handling export requests, end to end
     seconds_decode: float = 0.0
+    seconds_encode: float = 0.0  # the records of a request, as log lines
     seconds_log: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -96,6 +108,7 @@ class Receiving(abc.ABC):
         self.max_body = max_body
         self.access = Access.of(token, allow_hosts)
         self.stats = Stats()
+        self.traffic = Traffic()  # the ingest requests running now, which background work gives way to
         self.shaper = shaper if shaper is not None else Shaper()  # what the read API serves is shaped
 
     # ---- ingest ---------------------------------------------------------------------------
@@ -176,7 +189,7 @@ class Receiver(Receiving):
         self.store.refresh()  # what an earlier run left unindexed (a kill, a missing index)
         self.follows = index_every is not None
         if index_every is not None:
-            self.store.follow(index_every)  # the index and the cache ledger, kept up in the background
+            self.store.follow(index_every, traffic=self.traffic)  # the index and the ledger, kept up between requests
 
     def ingest(self, batch: Batch) -> Batch:
         """Append the records of one request to the log, in one write: each span's texts, its
@@ -185,21 +198,26 @@ class Receiver(Receiving):
         t0 = time.perf_counter()
         spans = sorted(batch.spans, key=_START_ORDER)
         with collector_paused():
-            lines: list[bytes] = []
+            records: list[Record] = []
+            add = records.append
             for r in spans:
-                for b in r.blobs:
-                    lines.append(encode(b))
+                if r.blobs:
+                    records += r.blobs
                 for p in r.parts:
                     whole = self.texts.add(p)
                     if whole is not None:
-                        lines.append(encode(whole))
-                lines.append(_encode_lines((r.started, r.ended) if r.ended is not None else (r.started,)))
+                        add(whole)
+                add(r.started)
+                if r.ended is not None:
+                    add(r.ended)
+            data = _encode_lines(records)
             a = time.perf_counter()
-            if lines:
-                self.log.write(b"".join(lines))
+            if records:
+                self.store.expect(data, records)  # the index takes them as they are, not decoded again
+                self.log.write(data)
             log_time = time.perf_counter() - a
         self.stats.add(
-            requests=1, spans=len(spans), rejected=batch.rejected, seconds_log=log_time,
+            requests=1, spans=len(spans), rejected=batch.rejected, seconds_encode=a - t0, seconds_log=log_time,
             seconds_total=time.perf_counter() - t0,
         )  # fmt: skip
         return batch
@@ -215,6 +233,23 @@ class Receiver(Receiving):
         self.log.close()
         self.store.refresh()
         self.store.close()
+
+
+COLLECTOR_THRESHOLDS = (50_000, 20, 10)
+"""The cyclic garbage collector's thresholds in a server process (CPython's are 700, 10, 10)."""
+
+
+def tune_collector() -> None:
+    """Set the cyclic garbage collector of a process that is now a server (``callctx serve``,
+    once it listens): what it made to start (modules, tables) is frozen out of collections,
+    and collections come after :data:`COLLECTOR_THRESHOLDS` allocations rather than CPython's
+    700. A request's records are many, short-lived and free of cycles (they die by reference
+    counting), and the index takes those of one request a little later: with the default, every
+    request's records are scanned again and again while they wait, at a few microseconds a
+    span. Garbage in cycles lives a little longer. Any thread; once per process."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 @contextlib.contextmanager

@@ -1,15 +1,18 @@
-"""The background thread that keeps a store's listings and cache ledger up to date.
+"""The background thread that keeps a store's listings and cache ledger up to date, and the
+:class:`Traffic` of requests it gives way to.
 
 Threading: :meth:`Follower.start` and :meth:`Follower.stop` from the store's owner (start once;
-a second start does nothing). Errors: a round that raises is logged with the store it follows
-and the next round runs as usual; nothing reaches the caller.
+a second start does nothing); :class:`Traffic` from any thread. Errors: a round that raises is
+logged with the store it follows and the next round runs as usual; nothing reaches the caller.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -50,4 +53,39 @@ class Follower:
             self._thread = None
 
 
-__all__ = ["Follower"]
+class Traffic:
+    """The requests a server is handling now, for background work that gives way to them: a
+    request holds :meth:`request` while it runs; the background thread asks :meth:`quiet`
+    before each step of its work. Python runs one thread at a time: a step taken while a
+    request runs takes turns with it, and the request answers that much later."""
+
+    def __init__(self) -> None:
+        self._active = 0
+        self._idle = threading.Condition(threading.Lock())
+        self._last = 0.0  # monotonic time the last request ended
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._last = time.monotonic()
+                if not self._active:
+                    self._idle.notify_all()
+
+    def idle(self, seconds: float) -> bool:
+        """Has no request run for ``seconds``?"""
+        with self._idle:
+            return not self._active and time.monotonic() - self._last >= seconds
+
+    def quiet(self, timeout: float = 0.0) -> bool:
+        """Is no request running? Waits up to ``timeout`` seconds for that."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._active, max(timeout, 0.0))
+
+
+__all__ = ["Follower", "Traffic"]

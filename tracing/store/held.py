@@ -49,7 +49,7 @@ class HeldStore(LocalStore):
                 self.index.add(block, offset=len(self._held), line=len(self._held), identity=None)
 
     # ---- what the local store reads from its log ----------------------------------------------
-    def refresh(self) -> int:
+    def refresh(self, limit: int | None = None) -> int:
         return len(self._held)
 
     def state(self) -> StoreState:

@@ -10,13 +10,14 @@ block boundary, and the next one resumes from there. An index of another schema 
 of another log, is emptied and made again.
 
 Rows per span (its start and end records' byte ranges; a span's start and end may arrive in
-either order, and again: each counts once; for agentic and tool spans the first words of their
-input, :mod:`callctx.store.excerpts`), per model call (the facts readers filter by, its usage,
-the agentic call it ran in, and for callctx's own calls the manifest), per trace (times,
-counts, services, the trees it belongs to) and per text (``Blob``). A call runs in its nearest
-agentic ancestor (:func:`callctx.projection.ancestry.agentic_chain`), which also names a
-foreign call's function; when the chain reaches a span not indexed yet, the call waits for it
-in ``pending`` and is resolved when it arrives.
+either order, and again: each counts once; a new span whose start and end are in one block is
+written once; for agentic and tool spans the first words of their input,
+:mod:`callctx.store.excerpts`), per model call (the facts readers filter by, its usage, the
+agentic call it ran in, and for callctx's own calls the manifest), per trace (times, counts,
+services, the trees it belongs to) and per text (``Blob``). A call runs in its nearest agentic
+ancestor (:func:`callctx.projection.ancestry.agentic_chain`), which also names a foreign call's
+function; when the chain reaches a span not indexed yet, the call waits for it in ``pending``
+and is resolved when it arrives.
 
 Threading: one connection, used under the index's lock; any thread may call any method.
 Errors: ``sqlite3.Error`` propagates; numbers SQLite cannot hold (hostile spans) are clamped
@@ -30,6 +31,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -596,13 +598,17 @@ class _Block:
         self.ends = ends
         self.known = index.known(list(starts.keys() | ends.keys()))
         self.placed: dict[str, _Known] = {}  # spans this block starts: what later spans look up
+        self.absent: set[str] = set()  # spans looked up in the index and not there
+        self.whole: set[str] = set()  # new spans whose start and end are both in this block: one row each
         self.traces: dict[str, dict[str, Any]] = {}  # trace -> what this block adds to its row
 
     def apply(self) -> None:
         db = self.db
-        span_rows, call_rows, arrived = self._starts()
+        span_rows, whole_rows, call_rows, arrived = self._starts()
         if span_rows:
             db.executemany(_UPSERT_START, span_rows)
+        if whole_rows:
+            db.executemany(_INSERT_WHOLE, whole_rows)
         if call_rows:
             db.executemany(_INSERT_CALL, call_rows)
         end_rows, call_ends = self._ends()
@@ -615,9 +621,11 @@ class _Block:
         self._traces()
 
     # -- starts ---------------------------------------------------------------------------------
-    def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
+    def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
         span_rows: list[tuple[Any, ...]] = []
+        whole_rows: list[tuple[Any, ...]] = []  # spans new to the index that end in this block too
         call_rows: list[tuple[Any, ...]] = []
+        ends = self.ends
         arrived: list[str] = []
         known = self.known
         # parents first, so that a block's own spans are found by the spans under them
@@ -639,8 +647,17 @@ class _Block:
             placed = _Known((st.trace_id, st.parent_id, kind, fn, service, session, 1, 0, ours))
             self.placed[sid] = placed
             arrived.append(sid)
-            span_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
-                              item.offset, item.length, int(ours), _excerpt(kind, attrs)))  # fmt: skip
+            end_item = ends.get(sid) if was is None else None
+            if end_item is None:
+                span_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
+                                  item.offset, item.length, int(ours), _excerpt(kind, attrs)))  # fmt: skip
+            else:
+                end: SpanEnded = end_item.record  # type: ignore[assignment]
+                self.whole.add(sid)
+                said = _excerpt(kind, attrs) or _excerpt(kind, end.attributes)  # or an input only the end carries
+                whole_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
+                                   item.offset, item.length, int(ours), said, _i64(end.end_ns), end.status, end.error,
+                                   end_item.offset, end_item.length))  # fmt: skip
             t = self._trace(st.trace_id)
             t["spans"] += 1
             t["first"] = start_ns if t["first"] is None else min(t["first"], start_ns)
@@ -661,7 +678,7 @@ class _Block:
                 row = self._call_row(st, item, was, service, session)
                 if row is not None:
                     call_rows.append(row)
-        return span_rows, call_rows, arrived
+        return span_rows, whole_rows, call_rows, arrived
 
     def _call_row(
         self, st: SpanStarted, item: Located, was: _Known | None, service: str | None, session: str | None
@@ -693,7 +710,7 @@ class _Block:
             self.db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, st.span_id))
         u = call.usage
         return (call.span_id, call.trace_id, call.parent_id, call.start_ns, call.end_ns, call.status, call.error,
-                service, session, call.model, call.provider, call.function, json.dumps(call.path), call.manifest,
+                service, session, call.model, call.provider, call.function, _json_text(call.path), call.manifest,
                 _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write),
                 chain.agent)  # fmt: skip
 
@@ -707,7 +724,7 @@ class _Block:
         if parent_id is None:
             return None
         found = self.placed.get(parent_id) or self.known.get(parent_id)
-        if found is None:
+        if found is None and parent_id not in self.absent:
             row = self.db.execute(
                 "SELECT trace_id, parent_id, kind, function, service, session, started, ended, ours FROM spans "
                 "WHERE span_id = ?",
@@ -716,6 +733,8 @@ class _Block:
             found = _Known(row) if row is not None else None
             if found is not None:
                 self.known[parent_id] = found
+            else:
+                self.absent.add(parent_id)  # rows are written after the block is read: still absent after
         return found if found is not None and found.started else None
 
     def _chain(self, parent_id: str | None) -> Chain:
@@ -753,10 +772,11 @@ class _Block:
             placed = self.placed.get(sid)
             now = placed or was
             end_ns = _i64(end.end_ns)
-            # an input that only the end carries (some instrumentations set it late): its excerpt
-            known_kind = now.kind if now is not None else None
-            late = _excerpt(known_kind, end.attributes)
-            end_rows.append((sid, end.trace_id, end_ns, end.status, end.error, item.offset, item.length, late))
+            if sid not in self.whole:
+                # an input that only the end carries (some instrumentations set it late): its excerpt
+                known_kind = now.kind if now is not None else None
+                late = _excerpt(known_kind, end.attributes)
+                end_rows.append((sid, end.trace_id, end_ns, end.status, end.error, item.offset, item.length, late))
             t = self._trace(end.trace_id)
             t["last"] = max(t["last"] or 0, end_ns or 0)
             if end.status == "error":
@@ -784,20 +804,32 @@ class _Block:
                 waiting.extend(r[1] for r in rows)
         updates = []
         agents = []
-        for call_id in dict.fromkeys(waiting):
-            row = db.execute("SELECT parent_id, manifest FROM calls WHERE span_id = ?", (call_id,)).fetchone()
-            if row is None:
+        calls = list(dict.fromkeys(waiting))
+        parents: dict[str, tuple[str | None, str | None]] = {}  # call -> (its parent, its manifest)
+        for chunk in _padded(calls):  # their parents, and what the index holds of them, a chunk at a time
+            parents.update(
+                (sid, (parent, manifest))
+                for sid, parent, manifest in db.execute(
+                    f"SELECT span_id, parent_id, manifest FROM calls WHERE span_id IN ({_IN_LIST})", chunk
+                )
+            )
+        unknown = {p for p, _ in parents.values() if p is not None} - self.placed.keys() - self.known.keys()
+        self.known.update(self.index.known(list(unknown)))
+        self.absent.update(unknown - self.known.keys())
+        for call_id in calls:
+            if call_id not in parents:
                 continue
-            chain = self._chain(row[0])
-            if row[1] is None and chain.in_our_call:  # the provider SDK's own span of one of our calls
+            parent, manifest = parents[call_id]
+            chain = self._chain(parent)
+            if manifest is None and chain.in_our_call:  # the provider SDK's own span of one of our calls
                 db.execute("DELETE FROM calls WHERE span_id = ?", (call_id,))
                 continue
             if chain.missing is not None:
                 db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (chain.missing, call_id))
-            if row[1] is not None:  # ours name their function and path: only the agentic call it ran in waited
+            if manifest is not None:  # ours name their function and path: only the agentic call it ran in waited
                 agents.append((chain.agent, call_id))
                 continue
-            updates.append((chain.function, json.dumps(chain.path), chain.agent, call_id))
+            updates.append((chain.function, _json_text(chain.path), chain.agent, call_id))
         if updates:
             db.executemany("UPDATE calls SET function = ?, path = ?, agent = ? WHERE span_id = ?", updates)
         if agents:
@@ -882,6 +914,14 @@ def _excerpt(kind: Kind | None, attrs: dict[str, Any]) -> str | None:
     return excerpt(text, mime if isinstance(mime, str) else None)
 
 
+def _json_text(value: Any) -> str:
+    """JSON text of a value (a call's path), as the index keeps it."""
+    return _json_encode(value).decode()
+
+
+_json_encode = msgspec.json.Encoder().encode
+
+
 def _end_model(attrs: dict[str, Any]) -> str | None:
     """The model an end record names (the response model), for a call whose start named none."""
     for key in (s.REQUEST_MODEL, s.RESPONSE_MODEL, "gen_ai.response.model", "llm.model_name"):
@@ -900,6 +940,11 @@ _UPSERT_START = (
     "excerpt = coalesce(excluded.excerpt, excerpt), started = 1 "
     "WHERE started = 0"
 )
+_INSERT_WHOLE = (
+    "INSERT INTO spans (span_id, trace_id, parent_id, name, kind, function, start_ns, service, session, start_at, "
+    "start_len, ours, excerpt, end_ns, status, error, end_at, end_len, started, ended) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,1)"
+)  # a span the index did not hold, start and end at once
 _UPSERT_END = (
     "INSERT INTO spans (span_id, trace_id, end_ns, status, error, end_at, end_len, excerpt, ended) "
     "VALUES (?,?,?,?,?,?,?,?,1) "
@@ -930,21 +975,34 @@ _UPSERT_TRACE = (
 
 def _private(path: str, *, create: bool = True) -> None:
     """Make sure ``path`` is a regular file only its owner may read (creating it, empty, when
-    ``create``); a symbolic link there is refused (:class:`StoreUnavailable`), never followed."""
-    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if create else 0)
+    ``create``); a symbolic link there is refused (:class:`StoreUnavailable`), never followed.
+
+    A file that exists is never opened here, only looked at and its mode changed: closing any
+    descriptor of a file lets go of every POSIX lock this process holds on it, SQLite's
+    included, and another process opening the index would then take its shared memory for
+    unused and reset it under this one (which dies of ``SIGBUS``)."""
     try:
-        fd = os.open(path, flags, 0o600)
+        st = os.lstat(path)
     except FileNotFoundError:
-        return
-    except OSError as e:
-        if os.path.islink(path):
-            raise StoreUnavailable(f"{path} is a symbolic link; the index is never opened through one") from None
-        raise StoreUnavailable(f"cannot open the index {path}: {e.strerror}") from None
-    try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+        if not create:
+            return
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            os.close(os.open(path, flags, 0o600))  # new: nobody holds a lock on it yet
+            return
+        except FileExistsError:  # made meanwhile: look at it as it is
+            st = os.lstat(path)
+        except OSError as e:
+            raise StoreUnavailable(f"cannot open the index {path}: {e.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreUnavailable(f"{path} is a symbolic link; the index is never opened through one")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreUnavailable(f"cannot open the index {path}: not a regular file")
+    if st.st_mode & 0o077:
+        try:
+            os.chmod(path, 0o600)
+        except OSError as e:
+            raise StoreUnavailable(f"cannot open the index {path}: {e.strerror}") from None
 
 
 def remove(path: str) -> None:

@@ -13,7 +13,6 @@ serve``'s indexer calls it after indexing) while readers ask for entries.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import threading
@@ -115,7 +114,13 @@ class LedgerView:
                 if not self._page(upto):
                     return self.fed
 
-    def _page(self, upto: int | None) -> bool:
+    def step(self, size: int = PAGE) -> bool:
+        """Feed the next ``size`` calls the ledger has not seen; False when there were none (for
+        a background thread that feeds a little at a time)."""
+        with self._lock:
+            return self._page(None, size)
+
+    def _page(self, upto: int | None, size: int = PAGE) -> bool:
         """Feed one page; False when there was nothing more to feed."""
         fed = self.fed
         if fed:
@@ -125,7 +130,7 @@ class LedgerView:
                 fed = self.fed
         if upto is not None and fed >= upto:
             return False
-        page = self.store.calls(offset=fed, limit=PAGE).items
+        page = self.store.calls(offset=fed, limit=size).items
         if upto is not None:
             page = page[: max(0, upto - fed)]
         if not page:
@@ -139,7 +144,7 @@ class LedgerView:
             n, snapshot, order = self._checkpoints[-1]
             head = self.store.calls(offset=0, limit=n).items if n <= PAGE * 4 else None
             if head is not None and [c.span_id for c in head] == order:
-                self.ledger, self._order = copy.deepcopy(snapshot), list(order)
+                self.ledger, self._order = snapshot.copy(), list(order)
                 return
             self._checkpoints.pop()
         log.info("callctx: the calls' order changed; the cache ledger starts again")
@@ -151,7 +156,7 @@ class LedgerView:
             self.ledger.add(self._item(call, rec))
             self._order.append(call.span_id)
             if self.fed % CHECKPOINT == 0:
-                self._checkpoints.append((self.fed, copy.deepcopy(self.ledger), list(self._order)))
+                self._checkpoints.append((self.fed, self.ledger.copy(), list(self._order)))
                 del self._checkpoints[:-CHECKPOINTS_KEPT]
 
     def _item(self, call: ModelCall, rec: Recorded) -> Item:

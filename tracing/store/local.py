@@ -4,7 +4,10 @@ What ``callctx serve --log``, ``callctx ui LOG`` and the reading commands use. T
 source of truth; the index (:mod:`callctx.store.index`) is kept up to date by following the
 log as it grows (:class:`callctx.projection.log_reader.LogTail`): every read first indexes what
 was appended since the last one (:meth:`LocalStore.refresh`; a serve also refreshes in the
-background), so a reader always sees every whole record written before it asked.
+background, a step at a time between its requests: :meth:`LocalStore.follow`), so a reader
+always sees every whole record written before it asked. A writer in the same process may hand
+the records it is about to append to the index (:meth:`LocalStore.expect`), which then takes
+them as they are instead of decoding their lines again.
 
 An index kept in a file beside the log (``index=PATH``) starts again where it stopped: after
 a clean stop, after ``SIGKILL``, and from nothing when it is missing, of another version, or of
@@ -23,6 +26,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,11 +39,11 @@ from callctx.projection.errors import NotFound
 from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
 from callctx.projection.fold import Projection
 from callctx.projection.log import Damage, LogError, writers_alive
-from callctx.projection.log_reader import Located, LogTail, merge_ranges, read_ranges
+from callctx.projection.log_reader import Known, Located, LogTail, merge_ranges, read_ranges
 from callctx.projection.render import View
 
 from .contexts import text_hashes
-from .follow import Follower
+from .follow import Follower, Traffic
 from .index import Index, run_status
 from .ledger import LedgerView
 from .model import (
@@ -61,6 +65,10 @@ from .model import (
 
 log = logging.getLogger(__name__)
 
+FOLLOW_STEP = 64 << 10  # bytes of the log a following thread indexes at a time, between requests
+LEDGER_STEP = 32  # calls it feeds the cache ledger at a time...
+LEDGER_IDLE = 0.1  # ...once no request has run for this many seconds
+GIVE_WAY = 0.25  # seconds a following thread waits for a server's requests, at most, per round
 DEFAULT_MAX_TREES = 1000  # folded trees kept in memory...
 DEFAULT_MAX_TREE_SPANS = 200_000  # ...and their spans, in all
 RANGE_GAP = 64 << 10  # a tree's records closer than this many bytes are read in one go
@@ -94,7 +102,7 @@ class LocalStore:
         self.max_tree_spans = max_tree_spans
         self.index = Index(index, read_back=self._read_back)
         offset, line, identity = self.index.position()
-        self._tail = LogTail(self.path, offset=offset, line=line, identity=identity)
+        self._tail = LogTail(self.path, offset=offset, line=line, identity=identity, known=Known())
         self._refreshing = threading.Lock()
         self._epoch = 0  # bumped when the log is replaced or becomes finished: the cursor moves
         self._folded: OrderedDict[str, tuple[tuple[int, int], Projection, int]] = OrderedDict()
@@ -103,13 +111,24 @@ class LocalStore:
         self._totals: dict[str, tuple[tuple[int, int], dict[str, tuple[Usage, list[Spend]]]]] = {}
         self.ledger = LedgerView(self, ttl=ttl)
         self._following = Follower(self._follow_round, name="callctx-store-follow", what=lambda: str(self.path))
+        self._traffic: Traffic | None = None
+        self._give_way = GIVE_WAY
 
     # ---- following the log --------------------------------------------------------------------
-    def refresh(self) -> int:
-        """Index what was appended to the log since the last refresh; the cursor after it."""
+    def expect(self, data: bytes, records: Sequence[Record]) -> None:
+        """A writer in this process is about to append ``data``, the lines of ``records`` (one
+        each, in order): the index takes them from here when it finds those lines in the log,
+        instead of decoding them again (:class:`~callctx.projection.log_reader.Known`). What it
+        indexes is still what the log holds."""
+        self._tail.known.add(data, records)
+
+    def refresh(self, limit: int | None = None) -> int:
+        """Index what was appended to the log since the last refresh (with ``limit``, about that
+        many bytes of it at most: :attr:`behind` then says whether there is more); the cursor
+        after it."""
         with self._refreshing:
             tail = self._tail
-            blocks = tail.read()
+            blocks = tail.read(limit)
             first = True
             for block in blocks:
                 if first and tail.replaced:
@@ -157,14 +176,40 @@ class LocalStore:
     def _cursor(self) -> int:
         return (self._epoch << 48) + self._tail.offset
 
-    def follow(self, every: float = 0.25) -> None:
+    @property
+    def behind(self) -> bool:
+        """Did the last refresh stop at its limit, before the end of the log?"""
+        return self._tail.more
+
+    def follow(self, every: float = 0.25, *, traffic: Traffic | None = None, give_way: float = GIVE_WAY) -> None:
         """Keep the index and the cache ledger up to date in a background thread, looking at
-        the log every ``every`` seconds (readers then find the ledger ready), until :meth:`close`."""
+        the log every ``every`` seconds (readers then find the ledger ready), until :meth:`close`.
+
+        With ``traffic`` (the requests of the server writing the log), the thread gives way to
+        them: it indexes ``FOLLOW_STEP`` bytes of the log at a time, each when no request is
+        running, but waits no more than ``give_way`` seconds in a round (so the index is never
+        much more than ``every + give_way`` seconds behind the log, however busy the server);
+        the ledger is fed ``LEDGER_STEP`` calls at a time once no request has run for
+        ``LEDGER_IDLE`` seconds (while requests keep coming it waits: a reader that asks for an
+        entry brings the ledger up to it, as always)."""
+        self._traffic = traffic
+        self._give_way = give_way
         self._following.start(every)
 
     def _follow_round(self) -> None:
-        self.refresh()
-        self.ledger.update()
+        traffic = self._traffic
+        if traffic is None:
+            self.refresh()
+            self.ledger.update()
+            return
+        until = time.monotonic() + self._give_way
+        while True:
+            traffic.quiet(until - time.monotonic())
+            self.refresh(FOLLOW_STEP)
+            if not self.behind:
+                break
+        while traffic.idle(LEDGER_IDLE) and self.ledger.step(LEDGER_STEP):
+            pass
 
     def close(self) -> None:
         self._following.stop()
