@@ -85,7 +85,8 @@ def record(
                 s.breakpoint_block, s.parent_block, s.reuse_block,
             )
         )  # fmt: skip
-    tools = put(json.dumps(context.tools, sort_keys=True, ensure_ascii=False)) if context.tools else None
+    listed = context.segment("tools")  # the schemas as the assembly wrote them (sorted JSON): stored as they are
+    tools = put(listed.text if listed is not None else _tools_text(context.tools)) if context.tools else None
     ex = put(wire_exchange.encode(exchanges)) if exchanges else None
     media = [RecordedMedia(a.name, a.mime, put(base64.b64encode(a.data or b"").decode())) for a in context.media]
     recorded = Manifest(
@@ -100,6 +101,10 @@ def record(
         problems=[RecordedProblem(p.component, p.error, p.origin) for p in context.problems],
     )
     return _encode_manifest(recorded), blobs
+
+
+def _tools_text(tools: list[dict[str, Any]]) -> str:
+    return json.dumps(tools, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def restore(m: Manifest, blobs: Mapping[str, str]) -> tuple[Context, list[Exchange]]:
