@@ -87,12 +87,12 @@ CREATE TABLE IF NOT EXISTS traces (
 );
 CREATE TABLE IF NOT EXISTS memberships (
     tree TEXT NOT NULL, trace_id TEXT NOT NULL, tops INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tree, trace_id)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memberships_trace ON memberships(trace_id);
 CREATE TABLE IF NOT EXISTS tops (
-    span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, tree TEXT NOT NULL, conv TEXT, missing TEXT, start_ns INTEGER
-);
-CREATE INDEX IF NOT EXISTS tops_trace ON tops(trace_id, start_ns, span_id);
+    trace_id TEXT NOT NULL, start_ns INTEGER NOT NULL, span_id TEXT NOT NULL, tree TEXT NOT NULL, conv TEXT,
+    missing TEXT, PRIMARY KEY (trace_id, start_ns, span_id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tops_missing ON tops(missing) WHERE missing IS NOT NULL;
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, at INTEGER NOT NULL, len INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS extras (trace_id TEXT NOT NULL, at INTEGER NOT NULL, len INTEGER NOT NULL);
@@ -274,8 +274,10 @@ class Index:
     _CALL_COLUMNS = (
         "c.span_id, c.trace_id, c.parent_id, c.start_ns, c.end_ns, c.status, c.error, c.service, c.session, "
         "c.model, c.provider, c.function, c.path, c.manifest, c.input, c.output, c.cache_read, c.cache_write, "
-        "coalesce((SELECT o.tree FROM tops o WHERE o.span_id = c.span_id), (SELECT o.tree FROM tops o WHERE "
-        "o.span_id = c.agent), (SELECT t.tree FROM traces t WHERE t.trace_id = c.trace_id)), c.agent, "
+        "coalesce((SELECT o.tree FROM tops o WHERE o.trace_id = c.trace_id AND o.start_ns = c.start_ns AND "
+        "o.span_id = c.span_id), (SELECT o.tree FROM spans a JOIN tops o ON o.trace_id = a.trace_id AND "
+        "o.start_ns = a.start_ns AND o.span_id = a.span_id WHERE a.span_id = c.agent), "
+        "(SELECT t.tree FROM traces t WHERE t.trace_id = c.trace_id)), c.agent, "
         "(SELECT a.excerpt FROM spans a WHERE a.span_id = c.agent)"
     )
 
@@ -648,6 +650,7 @@ class _Block:
     def apply(self) -> None:
         db = self.db
         span_rows, whole_rows, call_rows, arrived = self._starts()
+        tops = Tops(db, self._up, self.placed)  # asks about the block's spans before they are written
         if span_rows:
             db.executemany(_UPSERT_START, span_rows)
         if whole_rows:
@@ -661,7 +664,7 @@ class _Block:
             db.executemany(_UPDATE_CALL_END, call_ends)
         resolved = self._resolve_waiting(arrived)
         self._unwrap(call_rows, call_ends, resolved)
-        self._traces(self._tops(arrived))
+        self._traces(self._tops(tops))
 
     # -- starts ---------------------------------------------------------------------------------
     def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
@@ -932,17 +935,15 @@ class _Block:
                 chunk,
             )  # fmt: skip
 
-    def _tops(self, arrived: list[str]) -> dict[str, str]:
+    def _tops(self, tops: Tops) -> dict[str, str]:
         """Root calls and memberships after this block (:mod:`callctx.store.tops`); the primary
         tree of each trace whose trees may have changed."""
-        spans = {sid: self.placed[sid] for sid in arrived}
-        tops = Tops(self.db, self._up)
-        cut = tops.cut_loops(spans)
+        cut = tops.cut_loops()
         if cut:
             self.db.executemany("UPDATE spans SET cut = 1 WHERE span_id = ?", [(sid,) for sid in cut])
-        tops.place(spans)
-        tops.resume(spans)
-        return tops.settle({k.trace_id for k in spans.values()})
+        tops.place()
+        tops.resume()
+        return tops.settle()
 
     def _traces(self, primary: dict[str, str]) -> None:
         db = self.db

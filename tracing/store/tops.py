@@ -90,32 +90,36 @@ def _padded(ids: Sequence[str]) -> Iterable[list[str | None]]:
 
 
 class Tops:
-    """What one block of spans changes in ``tops`` and ``memberships`` (see the module
-    docstring): :meth:`cut_loops`, :meth:`place` and :meth:`resume` in that order, once every
-    span of the block can be looked up, then :meth:`settle`."""
+    """What one block of spans (``arrived``) changes in ``tops`` and ``memberships`` (see the
+    module docstring). Made before the block's spans are written (it asks which of them already
+    have a child); then, once every span of the block can be looked up, :meth:`cut_loops`,
+    :meth:`place`, :meth:`resume` and :meth:`settle`, in that order."""
 
-    def __init__(self, db: sqlite3.Connection, lookup: Lookup) -> None:
+    def __init__(self, db: sqlite3.Connection, lookup: Lookup, arrived: Mapping[str, Link]) -> None:
         self.db = db
         self.lookup = lookup
+        self.arrived = arrived
         self.counts: dict[tuple[str, str], int] = {}  # (tree, trace) -> root calls gained (or lost)
+        self.awaited: set[str] = set()  # spans of the block with a child indexed before it
+        ids = list(arrived)
+        for chunk in _padded(ids):
+            rows = db.execute(f"SELECT DISTINCT parent_id FROM spans WHERE parent_id IN ({_IN_LIST})", chunk)
+            self.awaited.update(r[0] for r in rows)
 
     def _count(self, tree: str, trace_id: str, n: int) -> None:
         key = (tree, trace_id)
         self.counts[key] = self.counts.get(key, 0) + n
 
     # ---- loops ------------------------------------------------------------------------------
-    def cut_loops(self, arrived: Mapping[str, Link]) -> list[str]:
+    def cut_loops(self) -> list[str]:
         """Find the loops of parents the block's spans close, and cut each at the span whose
         start the log holds last (marked ``cut``; returned, to be written)."""
-        parents: set[str | None] = set()
-        ids = list(arrived)
-        for chunk in _padded(ids):  # only a span that already has a child can close a loop
-            rows = self.db.execute(f"SELECT DISTINCT parent_id FROM spans WHERE parent_id IN ({_IN_LIST})", chunk)
-            parents.update(r[0] for r in rows)
+        arrived = self.arrived
+        parents = self.awaited.union(k.parent_id for k in arrived.values())  # only those can close one
         cut: list[str] = []
-        for sid in ids:
-            if sid in parents:
-                found = self._loop_through(sid, arrived[sid])
+        for sid, k in arrived.items():
+            if sid in parents and k.parent_id is not None:
+                found = self._loop_through(sid, k)
                 if found is not None:
                     cut.append(found)
         return cut
@@ -143,56 +147,71 @@ class Tops:
         return None
 
     # ---- root calls -------------------------------------------------------------------------
-    def place(self, arrived: Mapping[str, Link]) -> None:
+    def place(self) -> None:
         """Add the block's calls that are root calls."""
         rows = []
-        for sid, k in arrived.items():
+        lookup = self.lookup
+        walked: dict[tuple[str, str, str | None], Walked] = {}  # calls under one span walk alike
+        for sid, k in self.arrived.items():
             if not k.visible:
                 continue
             parent = k.parent_id
             if k.cut or parent is None or parent == sid:
                 found = Walked(False, k.conv, None)
             else:
-                found = walk(parent, k.trace_id, k.conv, self.lookup)
+                up = lookup(parent)
+                if up is not None and up.holds and up.trace_id == k.trace_id:
+                    continue  # the common case: listed in the call it runs in
+                key = (parent, k.trace_id, k.conv)
+                found = walked.get(key) or walked.setdefault(key, walk(parent, k.trace_id, k.conv, lookup))
             if found.nested:
                 continue
             tree = found.conv or k.trace_id
-            rows.append((sid, k.trace_id, tree, found.conv, found.missing, k.start_ns))
+            rows.append((k.trace_id, k.start_ns, sid, tree, found.conv, found.missing))
             self._count(tree, k.trace_id, 1)
         if rows:
             self.db.executemany("INSERT INTO tops VALUES (?,?,?,?,?,?)", rows)
 
-    def resume(self, arrived: Mapping[str, Link]) -> None:
-        """Walk on the root calls that waited for one of the block's spans."""
+    def resume(self) -> None:
+        """Walk on the root calls that waited for one of the block's spans (a span they waited
+        for had a child indexed before it): those that waited for one span with one conversation
+        id so far walk on alike, so they are walked, and changed, together."""
         db = self.db
-        waiting: list[tuple[str, str, str, str | None, str]] = []
-        for chunk in _padded(list(arrived)):
-            waiting += db.execute(
-                f"SELECT span_id, trace_id, tree, conv, missing FROM tops WHERE missing IN ({_IN_LIST})", chunk
+        groups: list[tuple[str, str | None, str, int]] = []
+        for chunk in _padded(list(self.awaited)):
+            groups += db.execute(
+                f"SELECT trace_id, conv, missing, count(*) FROM tops WHERE missing IN ({_IN_LIST}) "
+                "GROUP BY trace_id, conv, missing",
+                chunk,
             ).fetchall()
-        gone: list[tuple[str]] = []
-        moved: list[tuple[str, str | None, str | None, str]] = []
-        for sid, trace_id, tree, conv, missing in waiting:
+        gone: list[tuple[str, str | None, str]] = []
+        moved: list[tuple[str, str | None, str | None, str, str | None, str]] = []
+        for trace_id, conv, missing, n in groups:
             found = walk(missing, trace_id, conv, self.lookup)
+            tree = conv or trace_id
             if found.nested:
-                gone.append((sid,))
-                self._count(tree, trace_id, -1)
+                gone.append((missing, trace_id, conv))
+                self._count(tree, trace_id, -n)
                 continue
             key = found.conv or trace_id
-            moved.append((key, found.conv, found.missing, sid))
+            moved.append((key, found.conv, found.missing, missing, trace_id, conv))
             if key != tree:
-                self._count(tree, trace_id, -1)
-                self._count(key, trace_id, 1)
+                self._count(tree, trace_id, -n)
+                self._count(key, trace_id, n)
         if gone:
-            db.executemany("DELETE FROM tops WHERE span_id = ?", gone)
+            db.executemany("DELETE FROM tops WHERE missing = ? AND trace_id = ? AND conv IS ?", gone)
         if moved:
-            db.executemany("UPDATE tops SET tree = ?, conv = ?, missing = ? WHERE span_id = ?", moved)
+            db.executemany(
+                "UPDATE tops SET tree = ?, conv = ?, missing = ? WHERE missing = ? AND trace_id = ? AND conv IS ?",
+                moved,
+            )
 
     # ---- memberships ------------------------------------------------------------------------
-    def settle(self, started: Iterable[str]) -> dict[str, str]:
+    def settle(self) -> dict[str, str]:
         """Write the block's changes to ``memberships``; the primary tree of every trace that
-        gained spans (``started``) or root calls, or lost some."""
+        gained spans or root calls, or lost some."""
         db = self.db
+        started = {k.trace_id for k in self.arrived.values()}
         counts = [(tree, tid, n) for (tree, tid), n in self.counts.items() if n]
         if counts:
             db.executemany(
