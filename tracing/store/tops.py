@@ -184,8 +184,8 @@ class Tops:
                 "GROUP BY trace_id, conv, missing",
                 chunk,
             ).fetchall()
-        gone: list[tuple[str, str | None, str]] = []
-        moved: list[tuple[str, str | None, str | None, str, str | None, str]] = []
+        gone: list[tuple[str, str, str | None]] = []
+        moved: list[tuple[str, str | None, str | None, str, str, str | None]] = []
         for trace_id, conv, missing, n in groups:
             found = walk(missing, trace_id, conv, self.lookup)
             tree = conv or trace_id
