@@ -646,11 +646,12 @@ class _Block:
         self.absent: set[str] = set()  # spans looked up in the index and not there
         self.whole: set[str] = set()  # new spans whose start and end are both in this block: one row each
         self.traces: dict[str, dict[str, Any]] = {}  # trace -> what this block adds to its row
+        self.orphaned: set[str] = set()  # parents of this block's spans not started when they were placed
+        self.awaited: set[str] = set()  # spans of this block that a span indexed before names as its parent
 
     def apply(self) -> None:
         db = self.db
         span_rows, whole_rows, call_rows, arrived = self._starts()
-        tops = Tops(db, self._up, self.placed)  # asks about the block's spans before they are written
         if span_rows:
             db.executemany(_UPSERT_START, span_rows)
         if whole_rows:
@@ -664,7 +665,7 @@ class _Block:
             db.executemany(_UPDATE_CALL_END, call_ends)
         resolved = self._resolve_waiting(arrived)
         self._unwrap(call_rows, call_ends, resolved)
-        self._traces(self._tops(tops))
+        self._traces(self._tops())
 
     # -- starts ---------------------------------------------------------------------------------
     def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
@@ -685,7 +686,12 @@ class _Block:
             attrs = st.attributes
             kind = classify(st.name, attrs)
             fn = function_name(st.name, kind, attrs)
-            up = self._parent(st.parent_id, st.trace_id)
+            up = self._up(st.parent_id)
+            if up is None:
+                if st.parent_id is not None:
+                    self.orphaned.add(st.parent_id)
+            elif up.trace_id != st.trace_id:  # another trace's span: never this one's parent
+                up = None
             service = st.service or (up.service if up is not None else None) or self._trace_service(st.trace_id)
             conv = conversation(attrs)
             session = conv or (up.session if up is not None else None)
@@ -840,14 +846,16 @@ class _Block:
 
     # -- the rest -------------------------------------------------------------------------------
     def _resolve_waiting(self, arrived: list[str]) -> list[str]:
-        """Calls whose chain stopped at a span this block brought: walk them again (returns them)."""
+        """Calls whose chain stopped at a span this block brought: walk them again (returns them).
+        Notes the spans of this block that were waited for (``awaited``)."""
         db = self.db
         waiting: list[str] = []
         for chunk in _padded(arrived):
             rows = db.execute(f"SELECT missing, call FROM pending WHERE missing IN ({_IN_LIST})", chunk).fetchall()
             if rows:
                 db.executemany("DELETE FROM pending WHERE missing = ? AND call = ?", rows)
-                waiting.extend(r[1] for r in rows)
+                waiting.extend(r[1] for r in rows if r[1])  # no call: a span waited for its parent
+                self.awaited.update(r[0] for r in rows)
         updates = []
         agents = []
         calls = list(dict.fromkeys(waiting))
@@ -935,14 +943,21 @@ class _Block:
                 chunk,
             )  # fmt: skip
 
-    def _tops(self, tops: Tops) -> dict[str, str]:
+    def _tops(self) -> dict[str, str]:
         """Root calls and memberships after this block (:mod:`callctx.store.tops`); the primary
-        tree of each trace whose trees may have changed."""
+        tree of each trace whose trees may have changed. The spans a span of this block names as
+        its parent and that have not started are noted in ``pending`` (with no call): a span
+        found there when it arrives had a child indexed before it."""
+        db = self.db
+        tops = Tops(db, self._up, self.placed, self.awaited)
         cut = tops.cut_loops()
         if cut:
-            self.db.executemany("UPDATE spans SET cut = 1 WHERE span_id = ?", [(sid,) for sid in cut])
+            db.executemany("UPDATE spans SET cut = 1 WHERE span_id = ?", [(sid,) for sid in cut])
         tops.place()
         tops.resume()
+        orphaned = [(p, "") for p in self.orphaned if p not in self.placed]
+        if orphaned:
+            db.executemany("INSERT OR IGNORE INTO pending VALUES (?, ?)", orphaned)
         return tops.settle()
 
     def _traces(self, primary: dict[str, str]) -> None:

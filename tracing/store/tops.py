@@ -91,20 +91,17 @@ def _padded(ids: Sequence[str]) -> Iterable[list[str | None]]:
 
 class Tops:
     """What one block of spans (``arrived``) changes in ``tops`` and ``memberships`` (see the
-    module docstring). Made before the block's spans are written (it asks which of them already
-    have a child); then, once every span of the block can be looked up, :meth:`cut_loops`,
-    :meth:`place`, :meth:`resume` and :meth:`settle`, in that order."""
+    module docstring), once every span of the block can be looked up: :meth:`cut_loops`,
+    :meth:`place`, :meth:`resume` and :meth:`settle`, in that order. ``awaited``: the spans of
+    the block that a span indexed before named as its parent (at least every one that has a
+    child indexed before it)."""
 
-    def __init__(self, db: sqlite3.Connection, lookup: Lookup, arrived: Mapping[str, Link]) -> None:
+    def __init__(self, db: sqlite3.Connection, lookup: Lookup, arrived: Mapping[str, Link], awaited: set[str]) -> None:
         self.db = db
         self.lookup = lookup
         self.arrived = arrived
+        self.awaited = awaited
         self.counts: dict[tuple[str, str], int] = {}  # (tree, trace) -> root calls gained (or lost)
-        self.awaited: set[str] = set()  # spans of the block with a child indexed before it
-        ids = list(arrived)
-        for chunk in _padded(ids):
-            rows = db.execute(f"SELECT DISTINCT parent_id FROM spans WHERE parent_id IN ({_IN_LIST})", chunk)
-            self.awaited.update(r[0] for r in rows)
 
     def _count(self, tree: str, trace_id: str, n: int) -> None:
         key = (tree, trace_id)
