@@ -10,14 +10,16 @@ missing, for good. Of a loop of parents (hostile or broken input), the span of t
 start the log holds last has none (it is ``cut``), as in the fold, which links spans as they
 arrive.
 
-Tables: ``tops`` holds one row per root call: its trace, its tree, the conversation id found so
-far, and ``missing``, the ancestor its walk stopped at because that span has not arrived.
-When a missing span arrives, the root calls waiting for it are walked on from it: one finds a
-holder (it is a root call no more), or its key changes (its tree moves), or it waits for the
-next missing ancestor. ``memberships`` counts, per tree and trace, the root calls of the trace
-keyed to the tree; a trace with no root call at all is listed under its own id (count 0). A
-tree's member traces are those of its rows; a trace's primary tree (the one a trace or a call
-outside any root call's tree is shown in) is the tree of its first root call, by start.
+Tables: ``tops`` holds one row per root call (by trace, start and span id): its tree, the
+conversation id found so far, and ``missing``, the ancestor its walk stopped at because that
+span has not arrived. When a missing span arrives (the index notes every span named as a
+parent before it started, so it knows which arrivals to look at), the root calls waiting for
+it are walked on from it: they find a holder (they are root calls no more), or their key
+changes (their tree moves), or they wait for the next missing ancestor. ``memberships``
+counts, per tree and trace, the root calls of the trace keyed to the tree; a trace with no
+root call at all is listed under its own id (count 0). A tree's member traces are those of
+its rows; a trace's primary tree (the one a trace, or a call outside any root call's tree, is
+shown in) is the tree of its first root call, by start.
 
 Threading: used by one block of the index at a time, under the index's lock.
 """
@@ -35,7 +37,7 @@ _IN_LIST = ",".join("?" * IN)
 
 
 class Link(Protocol):
-    """A started span as the walk sees it."""
+    """A started span as the walk sees it (``at``: where its start is in the log)."""
 
     trace_id: str
     parent_id: str | None
@@ -83,6 +85,7 @@ def walk(sid: str | None, trace_id: str, conv: str | None, lookup: Lookup) -> Wa
 
 
 def _padded(ids: Sequence[str]) -> Iterable[list[str | None]]:
+    """``ids`` in lists of exactly ``IN`` (the last padded with None, which matches nothing)."""
     for i in range(0, len(ids), IN):
         chunk: list[str | None] = list(ids[i : i + IN])
         chunk += [None] * (IN - len(chunk))
