@@ -3,10 +3,11 @@ above it.
 
 Plain spans (HTTP clients, databases, a framework's internals) are transparent: a span runs in
 the function of the nearest span above it that is an agentic call, and its path is the chain
-of agentic calls from the outermost down. This is the one place that walks a span's
-ancestors; the fold's own placement rule (``Projection._host``) agrees with it for every
-visible agentic call, and every reader that names a model call's function goes through
-:func:`agentic_chain`.
+of agentic calls from the outermost down. A span's ancestors are those of its own trace: a
+parent in another trace counts as missing, for good. This is the one place that walks a span's
+ancestors for its function; the fold's own placement rule (``Projection._host``) agrees with
+it for every visible agentic call, and every reader that names a model call's function goes
+through :func:`agentic_chain`.
 
 The walk asks a lookup for one span at a time, so the same rule serves a dict in memory, an
 index on disk and a store queried by SQL. A chain that reaches a span the lookup does not
@@ -26,13 +27,15 @@ MAX_DEPTH = 1000  # ancestors walked at most (a deeper or cyclic chain stops her
 
 
 class Ancestor(msgspec.Struct, frozen=True, array_like=True):
-    """A span as the walk sees it: its parent, its kind, its displayed name, and whether it is
-    one of callctx's own model calls (a ``chat`` span carrying the manifest of what it sent)."""
+    """A span as the walk sees it: its parent, its kind, its displayed name, whether it is one
+    of callctx's own model calls (a ``chat`` span carrying the manifest of what it sent), and
+    its trace (None: not said)."""
 
     parent_id: str | None
     kind: Kind
     function: str
     ours: bool = False
+    trace_id: str | None = None
 
 
 class Chain(msgspec.Struct, frozen=True):
@@ -57,8 +60,12 @@ class Chain(msgspec.Struct, frozen=True):
         return self.missing is None
 
 
-def agentic_chain(parent_id: str | None, lookup: Callable[[str], Ancestor | None]) -> Chain:
-    """The chain of agentic calls above a span whose parent is ``parent_id``."""
+def agentic_chain(
+    parent_id: str | None, lookup: Callable[[str], Ancestor | None], trace_id: str | None = None
+) -> Chain:
+    """The chain of agentic calls above a span whose parent is ``parent_id``; with ``trace_id``
+    (the span's trace), an ancestor of another trace is no ancestor: the chain ends below it,
+    complete (spans of one trace share its id; that span never arrives in this one)."""
     names: list[str] = []
     seen: set[str] = set()
     ours = False
@@ -70,6 +77,8 @@ def agentic_chain(parent_id: str | None, lookup: Callable[[str], Ancestor | None
         if link is None:
             names.reverse()
             return Chain(names, sid, ours, agent)
+        if trace_id is not None and link.trace_id is not None and link.trace_id != trace_id:
+            break
         if link.kind == "agentic":
             if not names:
                 agent = sid

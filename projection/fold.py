@@ -5,7 +5,18 @@ order, with any duplicates, give the same state and therefore the same rendered 
 keeps, per span, one small :class:`Node`; a node lists the visible calls under it (``kids``,
 ordered by start time then span id). Plain spans are transparent: a call under a plain span
 hangs under the nearest agentic ancestor. A child that arrives before its parent waits at the
-top of its trace (``orphans``) and moves under the parent when the parent arrives.
+top of its trace (``orphans``) and moves under the parent when the parent arrives. Spans of one
+trace share its trace id: a parent in another trace counts as missing (the child is placed as a
+span whose parent never arrived, whichever of the two arrives first); of a loop of parents, the
+span whose start arrives last has none.
+
+Which tree a call is in: a call (an agentic call not hidden, a model call, a tool call) with no
+started agentic call (not hidden) among its present ancestors is a root call, keyed by the
+first conversation id (``gen_ai.conversation.id`` or a dialect's session id) found on the call
+itself or up through its present ancestors, else by its trace id. So one trace may give calls
+to several trees (an HTTP root span with an agent of session ``S`` under it: tree ``S``; a call
+whose parent never arrived: its trace's tree unless it or a span above it names a session), and
+an ancestor that arrives late moves the calls under it where the rule now puts them.
 
 Memory stays bounded by the active depth plus one small record per call: a call's input is
 dropped when it ends, its output summary when its parent ends (the log keeps both). Work
@@ -202,6 +213,7 @@ class Projection:
             if state & STARTED:
                 return
             state |= STARTED
+            n.trace_id = names.setdefault(ev.trace_id, ev.trace_id)  # its start says which trace it is in
         attrs = ev.attributes
         name = ev.name
         kind = classify(name, attrs)
@@ -232,13 +244,18 @@ class Projection:
             n.attrs = attrs
 
         parent_id = ev.parent_id
+        if parent_id == sid:
+            parent_id = None
+        trace_id = n.trace_id
         orphans = self.orphans
         adopted = orphans.pop(sid, None) if orphans else None
-        if not parent_id or parent_id == sid:
-            parent = None
-        else:
-            parent = nodes.get(parent_id)
-            if adopted is None and parent is not None and parent.state & STARTED:
+        if adopted:  # a child of another trace names this span, but it is never that child's parent
+            adopted = [c for c in adopted if c.trace_id == trace_id] or None
+        parent = nodes.get(parent_id) if parent_id else None
+        if parent is not None and parent.state & STARTED:
+            if parent.trace_id != trace_id:  # another trace's span: this one's parent never arrives
+                parent = parent_id = None
+            elif adopted is None:
                 # The common case, in order: the parent is running and nothing waited for this span.
                 n.parent = parent
                 if parent.state & HOLDS:  # a running call: it lists this one
@@ -249,7 +266,7 @@ class Projection:
                 if state & VISIBLE:
                     self._move(n, self._host(n))
                 return
-        if parent_id and parent_id != sid:
+        if parent_id:
             if parent is None or not parent.state & STARTED:
                 orphans.setdefault(parent_id, []).append(n)
             elif adopted and self._would_cycle(parent, n, adopted):
@@ -403,7 +420,9 @@ class Projection:
                             _drop_input(kid)
 
     def _host(self, n: Node) -> Node | Tree:
-        """The holder whose list shows ``n``: nearest agentic ancestor, else the tree's top."""
+        """The holder whose list shows ``n``: its nearest holding ancestor, else the top of the tree
+        keyed by the first conversation id from ``n`` up through its present ancestors, else by
+        its trace id (see the module docstring)."""
         p = n.parent
         extra = n.extra
         conv = extra.get("conv") if extra else None

@@ -228,6 +228,40 @@ def test_cycles_and_self_parents_do_not_hang():
     assert tree[1]["function"] == "z"
 
 
+def _agent(name: str, **more: str) -> dict[str, str]:
+    return {s.OPERATION: "invoke_agent", s.AGENT_NAME: name, **more}
+
+
+def test_a_parent_in_another_trace_counts_as_missing_whichever_arrives_first():
+    t1, t2 = "a1" * 16, "a2" * 16
+    parent = SpanStarted(t1, "1" * 16, None, "outer", 1, _agent("outer"))
+    child = SpanStarted(t2, "2" * 16, "1" * 16, "inner", 2, _agent("inner"))
+    under = SpanStarted(t1, "3" * 16, "1" * 16, "same", 3, _agent("same"))
+    for events in ([parent, child, under], [child, parent, under], [child, under, parent]):
+        p = fold(events)
+        assert sorted(p.sessions()) == sorted([t1, t2])
+        assert parse(p.session_tree(t1)) == [{"function": "outer", "status": "running",
+                                              "children": [{"function": "same", "status": "running"}]}]  # fmt: skip
+        assert parse(p.session_tree(t2)) == [{"function": "inner", "status": "running"}]
+        assert p.nodes["2" * 16].parent is None and "1" * 16 not in p.orphans
+
+
+def test_a_session_below_a_plain_root_and_a_lost_parent_make_their_own_trees():
+    t = "a3" * 16
+    events = [
+        SpanStarted(t, "1" * 16, None, "GET /ask", 0, {s.CONVERSATION: "root-session"}),
+        SpanStarted(t, "2" * 16, "1" * 16, "agent", 1, _agent("agent", **{s.CONVERSATION: "S"})),
+        SpanStarted(t, "3" * 16, "1" * 16, "other", 2, _agent("other")),
+        SpanStarted(t, "4" * 16, "9" * 16, "chat m", 3, {s.OPERATION: "chat", s.REQUEST_MODEL: "m"}),
+    ]
+    for order in (events, events[::-1]):
+        p = fold(order)
+        assert sorted(p.sessions()) == sorted(["S", "root-session", t])
+        assert [n["function"] for n in parse(p.session_tree("S"))] == ["agent"]
+        assert [n["function"] for n in parse(p.session_tree("root-session"))] == ["other"]
+        assert [n["function"] for n in parse(p.session_tree(t))] == ["turn"]  # a model call at the top
+
+
 def test_classification_by_dialect():
     assert classify("x", {s.OPERATION: "invoke_agent"}) == "agentic"
     assert classify("x", {s.OPERATION: "invoke_workflow"}) == "agentic"

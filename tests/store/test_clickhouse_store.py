@@ -9,12 +9,13 @@ import itertools
 import os
 
 import pytest
-from helpers import foreign_chat
+from helpers import foreign_chat, root_calls
 from helpers.cli import cli, cli_ok
 from helpers.otel_rows import exported
 from helpers.stores import all_calls, log_of, served_views, tree_keys
 from helpers.wrapped import llama_request
 
+from callctx.projection import Projection
 from callctx.projection.batch import Batch, records
 from callctx.projection.errors import NotFound
 from callctx.projection.otel_traces import row_of
@@ -108,6 +109,35 @@ def test_a_frameworks_session_keeps_its_calls_filters_pages_and_cache_reasons(co
                 assert every_page(ch, f, limit) == every_page(local, f, limit), f
             assert ch.trees(f).items == local.trees(f).items and ch.trees(f).total == local.trees(f).total, f
         assert ch.call(5) == local.call(5)
+
+
+@pytest.mark.parametrize("case", list(root_calls.CASES))
+def test_root_calls_make_the_same_trees_from_the_table_as_from_the_log(conn, tmp_path, case):
+    """Calls with no agentic call above them are root calls of the tree of the first session on
+    them or above them (else of their trace), and a parent in another trace is no parent: one
+    trace may give calls to several trees, and both stores list the trees the fold has."""
+    make, keys = root_calls.CASES[case]
+    log = log_of(make(), tmp_path / "log")
+    local, ch = pair(conn, tmp_path, exported(log))
+    replayed = Projection.from_log(log)
+    with local, ch:
+        assert sorted(tree_keys(ch)) == sorted(tree_keys(local)) == sorted(replayed.sessions()) == sorted(keys)
+        assert ch.trees().items == local.trees().items
+        assert ch.state().trees == local.state().trees == len(keys)
+        for key in keys:
+            assert ch.tree(key) == local.tree(key) == replayed.session_tree(key) != ""
+            assert every_page(ch, Filter(tree=key), 10) == every_page(local, Filter(tree=key), 10)
+        assert all_calls(ch) == all_calls(local)
+        for sid in replayed.nodes:
+            assert ch.ancestors(sid) == local.ancestors(sid)
+            assert ch.span_tree(sid, final=True) == local.span_tree(sid, final=True)
+        for key in keys:  # every level of every tree
+            parents: list[str | None] = [None]
+            while parents:
+                parent = parents.pop()
+                nodes = ch.spans(key, parent, limit=100)
+                assert nodes == local.spans(key, parent, limit=100)
+                parents += [n.span_id for n in nodes.items if n.children]
 
 
 def test_a_wrapper_span_is_no_call_whichever_half_of_the_trace_arrives_first(conn, tmp_path):

@@ -4,12 +4,14 @@ equal to replaying the log; an index that resumes, rebuilds and never loses a re
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sqlite3
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from helpers import root_calls
 from helpers.otlp_requests import build, span
 from helpers.stores import all_calls, log_of, served_trees, tree_keys
 from hypothesis import HealthCheck, example, given, settings
@@ -23,6 +25,7 @@ from callctx.projection.errors import BadInput, NotFound
 from callctx.projection.events import SpanEnded, SpanStarted, encode
 from callctx.projection.log import EventLog
 from callctx.projection.log_reader import LogTail
+from callctx.projection.node import STARTED
 from callctx.projection.otlp import decode_request
 from callctx.projection.otlpjson import ids_to_hex
 from callctx.serve import Receiver
@@ -322,6 +325,156 @@ def test_any_arrival_gives_the_projections_calls_and_trees(tmp_path_factory, spa
     replayed = Projection.from_log(path, recover=False)
     for key in replayed.sessions():
         assert store.tree(key) == replayed.session_tree(key)
+    for sid, n in replayed.nodes.items():
+        if n.holds:
+            assert store.span_tree(sid, final=True) == replayed.view(sid).text
+    store.close()
+
+
+# ---- which trees: root calls, keyed by the first session on them or above them ----------------------
+def written(path, recs, *, one_by_one: bool, store: LocalStore) -> Projection:
+    """``recs`` written to a new log at ``path`` (the store refreshed after each record when
+    ``one_by_one``, else once); the log replayed."""
+    with EventLog(path) as log:
+        for rec in recs:
+            log.write(encode(rec))
+            if one_by_one:
+                store.refresh()
+    store.refresh()
+    return Projection.from_log(path, recover=False)
+
+
+ARRIVALS = ["as written", "reversed", "one at a time", "reversed, one at a time"]
+
+
+@pytest.mark.parametrize("arrival", ARRIVALS)
+@pytest.mark.parametrize("case", list(root_calls.CASES))
+def test_each_root_call_is_listed_in_the_tree_the_fold_puts_it_in(tmp_path, case, arrival):
+    make, keys = root_calls.CASES[case]
+    recs = make()[::-1] if arrival.startswith("reversed") else make()
+    store = LocalStore(tmp_path / "log.jsonl", finished=False)
+    replayed = written(tmp_path / "log.jsonl", recs, one_by_one=arrival.endswith("one at a time"), store=store)
+    assert sorted(replayed.sessions()) == sorted(keys)
+    assert sorted(tree_keys(store)) == sorted(keys) and store.state().trees == len(keys)
+    for key in keys:
+        assert store.tree(key) == replayed.session_tree(key) != ""
+    for sid, n in replayed.nodes.items():
+        if n.holds:
+            assert store.span_tree(sid, final=True) == replayed.view(sid).text
+    store.close()
+
+
+@pytest.mark.parametrize("arrival", ARRIVALS)
+def test_a_parent_in_another_trace_is_no_ancestor_of_a_call(tmp_path, arrival):
+    recs = root_calls.parent_in_another_trace()
+    recs = recs[::-1] if arrival.startswith("reversed") else recs
+    store = LocalStore(tmp_path / "log.jsonl", finished=False)
+    written(tmp_path / "log.jsonl", recs, one_by_one=arrival.endswith("one at a time"), store=store)
+    calls = {c.span_id: (c.function, c.path, c.tree) for c in all_calls(store)}
+    assert calls == {root_calls.sid(2): ("outer", ["outer"], root_calls.T1),
+                     root_calls.sid(4): ("inner", ["inner"], root_calls.T2)}  # fmt: skip
+    assert store.ancestors(root_calls.sid(4)) == [root_calls.sid(3), root_calls.sid(4)]  # its trace's only
+    store.close()
+
+
+def test_a_trace_in_several_trees_counts_in_each_and_a_trace_of_plain_spans_is_listed_by_its_id(tmp_path):
+    plain = "a9" * 16
+    recs = [*root_calls.lost_parent_under_a_session_root(), *root_calls.whole(plain, 7, None, "GET /health", 5, {})]
+    store = LocalStore(log_of(recs, tmp_path), finished=True)
+    rows = {t.key: (t.kind, t.spans, t.calls, t.usage.input) for t in store.trees().items}
+    assert rows == {"S": ("session", 3, 1, 3), root_calls.T1: ("trace", 3, 1, 3), plain: ("trace", 1, 0, None)}
+    assert store.trees(Filter(session="S")).total == 2  # both trees of the trace that names it
+    assert store.tree(plain) == "" and store.state().trees == 3
+    assert [c.tree for c in all_calls(store)] == [root_calls.T1]  # the call's own tree
+    assert len(all_calls(store, Filter(tree="S"))) == 1  # a trace's calls are listed with each of its trees
+    store.close()
+
+
+LOOP = [  # a model call, a plain span naming session S and an agent: each the parent of the one before
+    SpanStarted(TRACE.hex(), "01" * 8, "03" * 8, "chat m", 0, dict(CHAT)),
+    SpanStarted(TRACE.hex(), "02" * 8, "01" * 8, "plain", 1, {"gen_ai.conversation.id": "S"}),
+    SpanStarted(TRACE.hex(), "03" * 8, "02" * 8, "invoke_agent a", 2, dict(agent("a"))),
+]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+@pytest.mark.parametrize("one_by_one", [True, False])
+def test_a_loop_of_parents_loses_the_link_of_the_span_that_arrives_last(tmp_path, order, one_by_one):
+    store = LocalStore(tmp_path / "log.jsonl", finished=False)
+    replayed = written(tmp_path / "log.jsonl", [LOOP[i] for i in order], one_by_one=one_by_one, store=store)
+    assert sorted(tree_keys(store)) == sorted(replayed.sessions())
+    assert served_trees(store) == {k: replayed.session_tree(k) for k in replayed.sessions()}
+    store.close()
+
+
+@st.composite
+def tangles(draw):
+    """Spans of a few traces whose calls make trees of their own: sessions named on any span,
+    plain roots, hidden agents, parents that never arrive, parents in another trace, loops of
+    parents, and span ids started again in another trace."""
+    spans = []
+    count = draw(st.integers(1, 12))
+    traces = draw(st.integers(1, 3))
+    for sid in range(1, count + 1):
+        trace = format(0xAB00 + draw(st.integers(0, traces - 1)), "032x")
+        same = [s[1] for s in spans if s[0] == trace]
+        parent = draw(st.one_of(st.none(), st.sampled_from(same) if same else st.none(), st.integers(1, count + 2)))
+        kind = draw(st.sampled_from(["agentic", "agentic", "hidden", "plain", "plain", "llm", "tool"]))
+        session = draw(st.sampled_from([None, None, "s1", "s2"]))
+        spans.append((trace, sid, parent, kind, draw(st.integers(0, 30)), draw(st.booleans()), session))
+    for again in draw(st.lists(st.sampled_from(spans), max_size=2)):  # the same span id in another trace
+        spans.append((format(0xAB00 + traces, "032x"), *again[1:]))
+    return spans
+
+
+def tangled_records(spans):
+    out = []
+    for trace, sid, parent, kind, start, ended, session in spans:
+        attrs = {
+            "agentic": dict(agent(f"a{sid}")),
+            "hidden": {**dict(agent(f"h{sid}")), "callctx.expose": "hidden"},
+            "plain": {},
+            "llm": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": sid},
+            "tool": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{sid}"},
+        }[kind]  # fmt: skip
+        if session:
+            attrs["gen_ai.conversation.id"] = session
+        span_id, parent_id = format(sid, "016x"), format(parent, "016x") if parent else None
+        out.append(SpanStarted(trace, span_id, parent_id, f"{kind} {sid}", start, attrs))
+        if ended:
+            out.append(SpanEnded(trace, span_id, start + 5, "error" if sid % 5 == 0 else "ok"))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(tangles(), st.randoms(use_true_random=False), st.integers(1, 4), st.floats(0, 0.3))
+def test_any_arrival_lists_the_trees_of_the_fold(tmp_path_factory, spans, rnd, blocks, dup):
+    """However the spans arrive (any order, any blocks, with duplicates), the index lists the
+    trees the fold of the log has, each folded from its member traces as the replay renders
+    it; a trace with no call is listed under its own id, as an empty tree."""
+    records = tangled_records(spans)
+    records += [r for r in records if rnd.random() < dup]
+    rnd.shuffle(records)
+    path = tmp_path_factory.mktemp("tangles") / "log.jsonl"
+    store = LocalStore(path, finished=False)
+    with EventLog(path) as log:
+        cuts = sorted(rnd.sample(range(len(records) + 1), min(blocks, len(records) + 1)))
+        start = 0
+        for cut in [*cuts, len(records)]:
+            for rec in records[start:cut]:
+                log.write(encode(rec))
+            start = cut
+            store.refresh()
+    replayed = Projection.from_log(path, recover=False)
+    keys = tree_keys(store)
+    assert len(keys) == len(set(keys)) == store.state().trees
+    sessions = set(replayed.sessions())
+    with_calls = {n.trace_id for tree in replayed.trees.values() for n in tree.top_calls}
+    without = {n.trace_id for n in replayed.nodes.values() if n.state & STARTED} - with_calls - sessions
+    assert set(keys) == sessions | without
+    for key in sessions:
+        assert store.tree(key) == replayed.session_tree(key)
+    assert all(store.tree(key) == "" for key in without)
     for sid, n in replayed.nodes.items():
         if n.holds:
             assert store.span_tree(sid, final=True) == replayed.view(sid).text

@@ -178,7 +178,8 @@ class ClickHouseStore:
         d = self.derived
         (calls,) = self._q(f"SELECT count() AS n FROM {d.current_calls}")
         (trees,) = self._q(
-            f"SELECT uniqExact(tree) AS n, sum(spans) AS n_spans FROM {d.current_traces} WHERE spans > 0"
+            f"SELECT length(groupUniqArrayArray(trees)) AS n, sum(spans) AS n_spans FROM {d.current_traces} "
+            "WHERE spans > 0"
         )
         return StoreState(
             cursor=cursor, calls=int(calls["n"]), trees=int(trees["n"]), spans=int(trees["n_spans"] or 0),
@@ -319,11 +320,11 @@ class ClickHouseStore:
             "ok": " HAVING sum(errors) = 0 AND sum(spans) <= sum(ended)",
         }.get(f.status or "", "")
         group = (
-            "SELECT tree AS key, max(tree != TraceId) AS is_session, min(first) AS first_ns, max(last) AS last_ns, "
+            "SELECT key, max(key != TraceId) AS is_session, min(first) AS first_ns, max(last) AS last_ns, "
             "sum(spans) AS n_spans, sum(ended) AS n_ended, sum(errors) AS n_errors, "
             "arraySort(arrayDistinct(groupArrayArray(services))) AS all_services, "
             "arraySlice(arraySort(groupArrayArray(roots)), 1, 20) AS all_roots "
-            f"FROM {d.current_traces} WHERE {' AND '.join(conds)} GROUP BY key{having}"
+            f"FROM {d.current_traces} ARRAY JOIN trees AS key WHERE {' AND '.join(conds)} GROUP BY key{having}"
         )
         (total,) = self._q(f"SELECT count() AS n FROM ({group})", params)
         rows = self._q(f"SELECT * FROM ({group}) ORDER BY first_ns, key LIMIT {limit} OFFSET {offset}", params)
@@ -349,18 +350,21 @@ class ClickHouseStore:
         out: dict[str, tuple[int, list[Spend], list[str]]] = {}
         if not keys:
             return out
-        rows = self._q(
-            "SELECT tree, provider, model, count() AS n, sum(input) AS i, sum(output) AS o, sum(cache_read) AS cr, "
-            f"sum(cache_write) AS cw FROM {self.derived.current_calls} WHERE tree IN {{keys:Array(String)}} "
-            "GROUP BY tree, provider, model ORDER BY tree, provider NULLS FIRST, model NULLS FIRST",
+        d = self.derived
+        rows = self._q(  # a trace's calls count in every tree it is listed under
+            "SELECT m.key AS key, c.provider AS provider, c.model AS model, count() AS n, sum(c.input) AS i, "
+            "sum(c.output) AS o, sum(c.cache_read) AS cr, sum(c.cache_write) AS cw "
+            f"FROM {d.current_calls} AS c INNER JOIN (SELECT TraceId, key FROM {d.current_traces} "
+            "ARRAY JOIN trees AS key WHERE key IN {keys:Array(String)}) AS m ON c.TraceId = m.TraceId "
+            "GROUP BY key, provider, model ORDER BY key, provider NULLS FIRST, model NULLS FIRST",
             {"keys": list(keys)},
         )
         for r in rows:
-            count, spend, models = out.setdefault(r["tree"], (0, [], []))
+            count, spend, models = out.setdefault(r["key"], (0, [], []))
             spend.append(Spend(r["provider"], r["model"], _usage(r["i"], r["o"], r["cr"], r["cw"])))
             if r["model"] and r["model"] not in models:
                 models.append(r["model"])
-            out[r["tree"]] = (count + int(r["n"]), spend, models)
+            out[r["key"]] = (count + int(r["n"]), spend, models)
         return out
 
     # ---- trees, folded on read ----------------------------------------------------------------

@@ -15,9 +15,10 @@ same values the table would answer (Map variant; times within what ``DateTime64(
 Tables (``T`` the traces table's name), each a ``ReplacingMergeTree`` keyed by what it lists,
 with ``version`` the time of the derivation:
 
-* ``T_callctx_traces``: per trace, the rows of ``T`` it was derived from (``rows``), the tree it
-  is listed under and every tree it belongs to, times, counts, services, agentic functions
-  and root spans.
+* ``T_callctx_traces``: per trace, the rows of ``T`` it was derived from (``rows``), the rules
+  it was derived by (``rules``, :data:`RULES`), every tree it is listed under (``trees``: those
+  of its root calls, or its own id when it has none) and the first of them (``tree``), times,
+  counts, services, agentic functions and root spans.
 * ``T_callctx_calls``: per model call, what listings filter by and show (``ModelCall``: its
   function, the agentic call it ran in and the first words of that one's input too), and the
   wrapper span above it, if any. A table made before those two columns existed gets them
@@ -29,9 +30,10 @@ with ``version`` the time of the derivation:
 A reader takes, per trace, the latest version only, and only the calls of that version: a
 trace derived again (more of its spans arrived) replaces its calls whole. A trace is stale when
 ``T`` holds another number of its rows than its row says (:meth:`Derived.catch_up` finds and
-derives those, oldest first, a bounded batch at a time). Whoever writes ``T`` (the Collector's
-exporter, ``callctx serve --store``), any reader brings the listings up to date; two readers
-deriving the same trace at once write the same rows.
+derives those, oldest first, a bounded batch at a time), and so is a trace derived by other
+rules than this version's (derived again, as an index of another version is made anew).
+Whoever writes ``T`` (the Collector's exporter, ``callctx serve --store``), any reader brings
+the listings up to date; two readers deriving the same trace at once write the same rows.
 
 Threading: :meth:`Derived.catch_up` is serialised by a lock; reads need none. Errors:
 :class:`~callctx.store.model.StoreUnavailable` when the tables cannot be made (a user without
@@ -63,10 +65,12 @@ log = logging.getLogger(__name__)
 ROWS_PER_BATCH: Final = 20_000  # rows of the traces table derived at a time
 REMEMBERED_ROWS: Final = 200_000  # rows a writer's process keeps for deriving, at most
 STALE_PER_ROUND: Final = 5_000  # stale traces looked up at a time
+RULES: Final = 1  # the rules a trace's listing is derived by: a trace derived by others is derived again
 
 _DDL: Final = (
     """CREATE TABLE IF NOT EXISTS {traces} (
-    TraceId String, rows UInt64, version UInt64, session Nullable(String), tree String, trees Array(String),
+    TraceId String, rows UInt64, version UInt64, rules UInt32, session Nullable(String), tree String,
+    trees Array(String),
     first Int64, last Int64, spans UInt32, ended UInt32, errors UInt32, services Array(String),
     functions Array(String), roots Array(Tuple(Int64, String, String))
 ) ENGINE = ReplacingMergeTree(version) ORDER BY TraceId""",
@@ -88,6 +92,7 @@ _DDL: Final = (
 
 
 _ADDED: Final = (  # columns added since the first version of the tables, for tables made before
+    "ALTER TABLE {traces} ADD COLUMN IF NOT EXISTS rules UInt32 DEFAULT 0 AFTER version",
     "ALTER TABLE {calls} ADD COLUMN IF NOT EXISTS agent_span Nullable(String)",
     "ALTER TABLE {calls} ADD COLUMN IF NOT EXISTS excerpt Nullable(String)",
 )
@@ -204,8 +209,9 @@ class Derived:
             "SELECT b.TraceId AS t, b.c AS c, b.lo AS lo, b.hi AS hi FROM (SELECT TraceId, count() AS c, "
             "toUnixTimestamp64Nano(min(Timestamp)) AS lo, toUnixTimestamp64Nano(max(Timestamp)) AS hi "
             f"FROM {self.table.name} WHERE {where} GROUP BY TraceId) AS b "
-            f"LEFT ANY JOIN (SELECT TraceId, argMax(rows, version) AS r FROM {self.traces} WHERE {where} "
-            f"GROUP BY TraceId) AS d ON b.TraceId = d.TraceId WHERE d.r != b.c ORDER BY lo, t LIMIT {int(limit)}",
+            "LEFT ANY JOIN (SELECT TraceId, argMax(rows, version) AS r, argMax(rules, version) AS k "
+            f"FROM {self.traces} WHERE {where} GROUP BY TraceId) AS d ON b.TraceId = d.TraceId "
+            f"WHERE d.r != b.c OR d.k != {RULES} ORDER BY lo, t LIMIT {int(limit)}",
             params,
         )
         return [Stale(r["t"], int(r["c"]), int(r["lo"]), int(r["hi"])) for r in rows]
@@ -323,7 +329,7 @@ def _call_row(c: ModelCall, version: int, wrapped: bool) -> dict[str, Any]:
 
 def _trace_row(s: TraceSummary, rows: int, version: int) -> dict[str, Any]:
     return {
-        "TraceId": s.trace_id, "rows": rows, "version": version, "session": s.session, "tree": s.tree,
+        "TraceId": s.trace_id, "rows": rows, "version": version, "rules": RULES, "session": s.session, "tree": s.tree,
         "trees": s.trees, "first": s.first, "last": s.last, "spans": s.spans, "ended": s.ended, "errors": s.errors,
         "services": s.services, "functions": s.functions, "roots": s.roots,
     }  # fmt: skip
@@ -337,4 +343,4 @@ def _empty_row(trace_id: str, rows: int, version: int) -> dict[str, Any]:
     )  # fmt: skip
 
 
-__all__ = ["ROWS_PER_BATCH", "Derived", "Stale"]
+__all__ = ["ROWS_PER_BATCH", "RULES", "Derived", "Stale"]

@@ -17,13 +17,11 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from callctx.projection.batch import Batch, records
-from callctx.projection.events import Collapsed, Record, SpanEnded, SpanStarted
+from callctx.projection.events import Record
 from callctx.projection.log_reader import Located
 
 from .local import LocalStore
 from .model import StoreState
-
-_EVENTS = (SpanStarted, SpanEnded, Collapsed)
 
 
 class HeldStore(LocalStore):
@@ -58,9 +56,8 @@ class HeldStore(LocalStore):
             spans=self.index.span_count(), source=self.source, exists=bool(self._held), damaged=0,
         )  # fmt: skip
 
-    def _records(self, members: Sequence[str]) -> list[Record]:
-        wanted = set(members)
-        return [r for r in self._held if type(r) in _EVENTS and r.trace_id in wanted]  # type: ignore[union-attr]
+    def _read_around(self, ranges: Sequence[tuple[int, int]]) -> list[Record]:
+        return self._read(ranges)
 
     def _read(self, ranges: Sequence[tuple[int, int]]) -> list[Record]:
         out: list[Record] = []

@@ -14,10 +14,18 @@ either order, and again: each counts once; a new span whose start and end are in
 written once; for agentic and tool spans the first words of their input,
 :mod:`callctx.store.excerpts`), per model call (the facts readers filter by, its usage, the
 agentic call it ran in, and for callctx's own calls the manifest), per trace (times, counts,
-services, the trees it belongs to) and per text (``Blob``). A call runs in its nearest agentic
-ancestor (:func:`callctx.projection.ancestry.agentic_chain`), which also names a foreign call's
-function; when the chain reaches a span not indexed yet, the call waits for it in ``pending``
-and is resolved when it arrives.
+services, its first tree), per root call and per tree a trace is listed under (``tops``,
+``memberships``) and per text (``Blob``). A span is of the trace its first start names, and
+its ancestors are those of that trace: a parent in another trace counts as missing, for good.
+A call runs in its nearest agentic ancestor (:func:`callctx.projection.ancestry.agentic_chain`),
+which also names a foreign call's function; when the chain reaches a span not indexed yet, the
+call waits for it in ``pending`` and is resolved when it arrives.
+
+The trees listed are the fold's (:mod:`callctx.store.tops`): a call with no agentic call above
+it is a root call of the tree keyed by the first conversation id on it or above it, else by its
+trace id; so a trace may be listed under several trees (its figures count in each), and one
+with no call at all is listed under its own id. A root call whose walk up stopped at a span
+not indexed yet waits for it the same way, and is nested, or moves, when it arrives.
 
 Threading: one connection, used under the index's lock; any thread may call any method.
 Errors: ``sqlite3.Error`` propagates; numbers SQLite cannot hold (hostile spans) are clamped
@@ -47,18 +55,19 @@ from callctx.projection.log_reader import Located
 
 from .excerpts import excerpt
 from .model import Filter, Spend, StoreUnavailable
+from .tops import Tops
 
 log = logging.getLogger(__name__)
 
-VERSION = 6  # the schema's, in SQLite's user_version: an index of another version is made anew
-_TABLES = ("spans", "calls", "traces", "memberships", "blobs", "extras", "pending", "wrapped", "meta")
+VERSION = 7  # the schema's, in SQLite's user_version: an index of another version is made anew
+_TABLES = ("spans", "calls", "traces", "memberships", "tops", "blobs", "extras", "pending", "wrapped", "meta")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
     span_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, parent_id TEXT, name TEXT, kind TEXT, function TEXT,
     start_ns INTEGER, end_ns INTEGER, status TEXT, error TEXT, service TEXT, session TEXT,
     start_at INTEGER, start_len INTEGER, end_at INTEGER, end_len INTEGER,
     started INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, ours INTEGER NOT NULL DEFAULT 0,
-    excerpt TEXT
+    excerpt TEXT, conv TEXT, holds INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, start_ns);
 CREATE INDEX IF NOT EXISTS spans_parent ON spans(parent_id, start_ns);
@@ -72,12 +81,19 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_order ON calls(start_ns, span_id);
 CREATE INDEX IF NOT EXISTS calls_trace ON calls(trace_id);
 CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY, session TEXT, tree TEXT NOT NULL, rooted INTEGER NOT NULL DEFAULT 0, first INTEGER,
-    last INTEGER, spans INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0,
+    trace_id TEXT PRIMARY KEY, session TEXT, tree TEXT NOT NULL, first INTEGER, last INTEGER,
+    spans INTEGER NOT NULL DEFAULT 0, ended INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0,
     services TEXT NOT NULL DEFAULT '[]'
 );
-CREATE INDEX IF NOT EXISTS traces_tree ON traces(tree, first);
-CREATE TABLE IF NOT EXISTS memberships (tree TEXT NOT NULL, trace_id TEXT NOT NULL, PRIMARY KEY (tree, trace_id));
+CREATE TABLE IF NOT EXISTS memberships (
+    tree TEXT NOT NULL, trace_id TEXT NOT NULL, tops INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tree, trace_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memberships_trace ON memberships(trace_id);
+CREATE TABLE IF NOT EXISTS tops (
+    trace_id TEXT NOT NULL, start_ns INTEGER NOT NULL, span_id TEXT NOT NULL, tree TEXT NOT NULL, conv TEXT,
+    missing TEXT, PRIMARY KEY (trace_id, start_ns, span_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tops_missing ON tops(missing) WHERE missing IS NOT NULL;
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, at INTEGER NOT NULL, len INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS extras (trace_id TEXT NOT NULL, at INTEGER NOT NULL, len INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS extras_trace ON extras(trace_id);
@@ -89,7 +105,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 _I64 = (1 << 63) - 1
 _IN = 256  # ids per lookup: shorter lists are padded with NULL, so one prepared statement serves all
 _IN_LIST = ",".join("?" * _IN)
-_TREE = "tree"
 
 
 MAX_TOKENS = 1 << 48
@@ -127,9 +142,10 @@ def run_status(started: bool, ended: bool, status: str | None) -> RunStatus:
 
 
 class TraceSummary(msgspec.Struct, kw_only=True):
-    """One trace as the index holds it: the tree it is listed under (``tree``) and every tree
-    its spans belong to (``trees``), its times and counts, the services and agentic functions
-    in it, and its root spans (start, span id, function; the first 20 by start)."""
+    """One trace as the index holds it: every tree it is listed under (``trees``: those of its
+    root calls, or its own id when it has none) and the first of them (``tree``, that of its
+    first root call), its times and counts, the services and agentic functions in it, and its
+    root spans (start, span id, function; the first 20 by start)."""
 
     trace_id: str
     session: str | None
@@ -145,15 +161,26 @@ class TraceSummary(msgspec.Struct, kw_only=True):
     roots: list[tuple[int, str, str]]
 
 
-class _Known:
-    """What the index already holds of one span (a row of ``spans``)."""
+_KNOWN_COLUMNS = (
+    "trace_id, parent_id, kind, function, service, session, started, ended, ours, conv, holds, cut, start_ns, start_at"
+)
 
-    __slots__ = ("ended", "function", "kind", "ours", "parent_id", "service", "session", "started", "trace_id")
+
+class _Known:
+    """What the index already holds of one span (a row of ``spans``, :data:`_KNOWN_COLUMNS`):
+    ``conv``, the conversation id it names itself; ``holds``, an agentic call not hidden (the
+    calls under it are listed in it); ``cut``, it closed a loop of parents and counts as having
+    none (:mod:`callctx.store.tops`); ``at``, where its start is in the log."""
+
+    __slots__ = ("at", "conv", "cut", "ended", "function", "holds", "kind", "ours", "parent_id", "service",
+                 "session", "start_ns", "started", "trace_id", "visible")  # fmt: skip
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         (self.trace_id, self.parent_id, self.kind, self.function, self.service, self.session,
-         started, ended, ours) = row  # fmt: skip
+         started, ended, ours, self.conv, holds, cut, start_ns, at) = row  # fmt: skip
         self.started, self.ended, self.ours = bool(started), bool(ended), bool(ours)
+        self.holds, self.cut, self.start_ns, self.at = bool(holds), bool(cut), start_ns or 0, at or 0
+        self.visible = self.holds or self.kind == "llm" or self.kind == "tool"
 
 
 class Index:
@@ -235,18 +262,22 @@ class Index:
         out: dict[str, _Known] = {}
         for chunk in _padded(ids):
             for row in self._db.execute(
-                "SELECT span_id, trace_id, parent_id, kind, function, service, session, started, ended, ours "
-                f"FROM spans WHERE span_id IN ({_IN_LIST})",
+                f"SELECT span_id, {_KNOWN_COLUMNS} FROM spans WHERE span_id IN ({_IN_LIST})",
                 chunk,
             ):
                 out[row[0]] = _Known(row[1:])
         return out
 
     # ---- reading: calls -----------------------------------------------------------------------
+    # a call's tree: its own as a root call, else that of the agentic call it runs in as one, else
+    # its trace's first tree (the one its first root call is in)
     _CALL_COLUMNS = (
         "c.span_id, c.trace_id, c.parent_id, c.start_ns, c.end_ns, c.status, c.error, c.service, c.session, "
         "c.model, c.provider, c.function, c.path, c.manifest, c.input, c.output, c.cache_read, c.cache_write, "
-        f"(SELECT {_TREE} FROM traces t WHERE t.trace_id = c.trace_id), c.agent, "
+        "coalesce((SELECT o.tree FROM tops o WHERE o.trace_id = c.trace_id AND o.start_ns = c.start_ns AND "
+        "o.span_id = c.span_id), (SELECT o.tree FROM spans a JOIN tops o ON o.trace_id = a.trace_id AND "
+        "o.start_ns = a.start_ns AND o.span_id = a.span_id WHERE a.span_id = c.agent), "
+        "(SELECT t.tree FROM traces t WHERE t.trace_id = c.trace_id)), c.agent, "
         "(SELECT a.excerpt FROM spans a WHERE a.span_id = c.agent)"
     )
 
@@ -336,16 +367,17 @@ class Index:
     def trees(self, f: Filter, offset: int, limit: int) -> tuple[int, list[tuple[Any, ...]]]:
         """(how many trees match, one page: key, kind, first, last, spans, ended, errors, services)."""
         where, args = _where(
-            ("session = ?", f.session),
-            ("first >= ?", f.since_ns),
-            ("first < ?", f.until_ns),
-            ("EXISTS (SELECT 1 FROM json_each(services) WHERE value = ?)", f.service),
-            ("trace_id IN (SELECT trace_id FROM calls WHERE model = ?)", f.model),
-            ("trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)", f.function),
+            ("t.session = ?", f.session),
+            ("t.first >= ?", f.since_ns),
+            ("t.first < ?", f.until_ns),
+            ("EXISTS (SELECT 1 FROM json_each(t.services) WHERE value = ?)", f.service),
+            ("t.trace_id IN (SELECT trace_id FROM calls WHERE model = ?)", f.model),
+            ("t.trace_id IN (SELECT trace_id FROM spans WHERE kind = 'agentic' AND function = ?)", f.function),
         )
         group = (
-            f"SELECT {_TREE} AS key, max(tree != trace_id), min(first), max(last), sum(spans), sum(ended), "
-            f"sum(errors), group_concat(services, '\x1f') FROM traces WHERE {where} GROUP BY key"
+            "SELECT m.tree AS key, max(m.tree != t.trace_id), min(t.first), max(t.last), sum(t.spans), sum(t.ended), "
+            "sum(t.errors), group_concat(t.services, '\x1f') FROM memberships m JOIN traces t USING (trace_id) "
+            f"WHERE {where} GROUP BY key"
         )
         having = {
             "error": " HAVING sum(errors) > 0",
@@ -367,7 +399,7 @@ class Index:
 
     def tree_count(self) -> int:
         with self.lock:
-            return self._db.execute(f"SELECT count(DISTINCT {_TREE}) FROM traces").fetchone()[0]
+            return self._db.execute("SELECT count(DISTINCT tree) FROM memberships").fetchone()[0]
 
     def tree_calls(self, keys: Sequence[str]) -> dict[str, tuple[int, list[Spend], list[str]]]:
         """Per tree: (its model calls, usage per provider and model, its models)."""
@@ -377,9 +409,9 @@ class Index:
         marks = ",".join("?" * len(keys))
         with self.lock:
             rows = self._db.execute(
-                f"SELECT t.tree AS key, c.provider, c.model, count(*), {_total('c.input')}, {_total('c.output')}, "
-                f"{_total('c.cache_read')}, {_total('c.cache_write')} FROM calls c JOIN traces t USING (trace_id) "
-                f"WHERE t.tree IN ({marks}) GROUP BY key, c.provider, c.model "
+                f"SELECT m.tree AS key, c.provider, c.model, count(*), {_total('c.input')}, {_total('c.output')}, "
+                f"{_total('c.cache_read')}, {_total('c.cache_write')} FROM calls c JOIN memberships m USING (trace_id) "
+                f"WHERE m.tree IN ({marks}) GROUP BY key, c.provider, c.model "
                 "ORDER BY key, c.provider, c.model",
                 list(keys),
             ).fetchall()
@@ -392,11 +424,9 @@ class Index:
         return out
 
     def roots(self, key: str, offset: int = 0, limit: int = 20) -> tuple[int, list[tuple[Any, ...]]]:
-        """(how many, a page of) the spans of tree ``key`` with no parent the index holds."""
-        where = (
-            "s.trace_id IN (SELECT trace_id FROM memberships WHERE tree = ?) AND s.started = 1 AND "
-            "(s.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_id AND p.started))"
-        )
+        """(how many, a page of) the spans of tree ``key`` with no parent the index holds (in their
+        trace: one of another trace is none)."""
+        where = f"s.trace_id IN (SELECT trace_id FROM memberships WHERE tree = ?) AND s.started = 1 AND {_ROOT}"
         with self.lock:
             total = self._db.execute(f"SELECT count(*) FROM spans s WHERE {where}", (key,)).fetchone()[0]
             rows = self._db.execute(
@@ -407,14 +437,17 @@ class Index:
         return total, rows
 
     def children(self, parent: str, offset: int, limit: int) -> tuple[int, list[tuple[Any, ...]]]:
+        """(how many, a page of) the spans under ``parent`` (of its trace: one of another trace
+        names a parent it never has)."""
+        where = (
+            "s.parent_id = ? AND s.started = 1 AND s.trace_id = (SELECT p.trace_id FROM spans p WHERE p.span_id = ?)"
+        )
         with self.lock:
-            total = self._db.execute(
-                "SELECT count(*) FROM spans WHERE parent_id = ? AND started = 1", (parent,)
-            ).fetchone()[0]
+            total = self._db.execute(f"SELECT count(*) FROM spans s WHERE {where}", (parent, parent)).fetchone()[0]
             rows = self._db.execute(
-                f"SELECT {_SPAN_COLUMNS}, s.excerpt FROM spans s WHERE s.parent_id = ? AND s.started = 1 "
-                "ORDER BY s.start_ns, s.span_id LIMIT ? OFFSET ?",
-                (parent, limit, offset),
+                f"SELECT {_SPAN_COLUMNS}, s.excerpt FROM spans s WHERE {where} ORDER BY s.start_ns, s.span_id "
+                "LIMIT ? OFFSET ?",
+                (parent, parent, limit, offset),
             ).fetchall()
         return total, rows
 
@@ -442,7 +475,7 @@ class Index:
 
     def tree_of(self, trace_id: str) -> str:
         with self.lock:
-            row = self._db.execute(f"SELECT {_TREE} FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            row = self._db.execute("SELECT tree FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
         return row[0] if row else trace_id
 
     def members(self, key: str) -> list[str]:
@@ -454,14 +487,19 @@ class Index:
         with self.lock:
             return [r[0] for r in self._db.execute("SELECT tree FROM memberships WHERE trace_id = ?", (trace_id,))]
 
-    def ranges(self, traces: Sequence[str]) -> list[tuple[int, int]]:
-        """The byte ranges of every record of ``traces`` (span starts and ends, collapses)."""
+    def ranges(self, traces: Sequence[str]) -> tuple[list[tuple[int, int]], set[str]]:
+        """The byte ranges of the records of ``traces`` that count (each span's first start and
+        first end, whichever trace that end names; collapses), and the ids of their spans (a
+        span is of the trace its first start names)."""
         out: list[tuple[int, int]] = []
+        spans: set[str] = set()
         with self.lock:
             for chunk in _padded(traces):
-                for a, n, b, m in self._db.execute(
-                    f"SELECT start_at, start_len, end_at, end_len FROM spans WHERE trace_id IN ({_IN_LIST})", chunk
+                for sid, a, n, b, m in self._db.execute(
+                    f"SELECT span_id, start_at, start_len, end_at, end_len FROM spans WHERE trace_id IN ({_IN_LIST})",
+                    chunk,
                 ):
+                    spans.add(sid)
                     if a is not None:
                         out.append((a, a + n))
                     if b is not None:
@@ -470,7 +508,7 @@ class Index:
                     (a, a + n)
                     for a, n in self._db.execute(f"SELECT at, len FROM extras WHERE trace_id IN ({_IN_LIST})", chunk)
                 )
-        return out
+        return out, spans
 
     def version(self, traces: Sequence[str]) -> tuple[int, int]:
         """What changes when any record of ``traces`` arrives: (spans started, spans ended)."""
@@ -486,11 +524,12 @@ class Index:
             return n, e
 
     def tree_spans(self, key: str) -> list[tuple[str, str | None]]:
-        """(span id, parent id) of every span of tree ``key``."""
+        """(span id, parent id) of every span of tree ``key`` (its parent None when that is of
+        another trace)."""
         with self.lock:
             return self._db.execute(
-                "SELECT span_id, parent_id FROM spans WHERE trace_id IN (SELECT trace_id FROM memberships "
-                "WHERE tree = ?)",
+                "SELECT s.span_id, p.span_id FROM spans s LEFT JOIN spans p ON p.span_id = s.parent_id AND "
+                "p.trace_id = s.trace_id WHERE s.trace_id IN (SELECT trace_id FROM memberships WHERE tree = ?)",
                 (key,),
             ).fetchall()
 
@@ -534,8 +573,7 @@ class Index:
             roots: dict[str, list[tuple[int, str, str]]] = {}
             for tid, start, sid, fn in db.execute(
                 "SELECT s.trace_id, s.start_ns, s.span_id, coalesce(s.function, '') FROM spans s WHERE s.started = 1 "
-                "AND (s.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_id "
-                "AND p.started)) ORDER BY 1, 2, 3"
+                f"AND {_ROOT} ORDER BY 1, 2, 3"
             ):
                 roots.setdefault(tid, []).append((start, sid, fn))
             rows = db.execute(
@@ -564,8 +602,15 @@ class Index:
 
 _SPAN_COLUMNS = (
     "s.span_id, s.trace_id, s.parent_id, s.name, s.kind, s.function, s.status, s.error, s.start_ns, s.end_ns, "
-    "s.started, s.ended, (SELECT count(*) FROM spans k WHERE k.parent_id = s.span_id AND k.started), "
+    "s.started, s.ended, (SELECT count(*) FROM spans k WHERE k.parent_id = s.span_id AND k.started "
+    "AND k.trace_id = s.trace_id), "
     "s.kind = 'llm' AND EXISTS (SELECT 1 FROM calls c WHERE c.span_id = s.span_id AND c.manifest IS NOT NULL)"
+)
+
+
+_ROOT = (  # a span (``s``) with no parent the index holds in its trace
+    "(s.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM spans p WHERE p.span_id = s.parent_id AND p.started "
+    "AND p.trace_id = s.trace_id))"
 )
 
 
@@ -601,6 +646,8 @@ class _Block:
         self.absent: set[str] = set()  # spans looked up in the index and not there
         self.whole: set[str] = set()  # new spans whose start and end are both in this block: one row each
         self.traces: dict[str, dict[str, Any]] = {}  # trace -> what this block adds to its row
+        self.orphaned: set[str] = set()  # parents of this block's spans not started when they were placed
+        self.awaited: set[str] = set()  # spans of this block that a span indexed before names as its parent
 
     def apply(self) -> None:
         db = self.db
@@ -618,7 +665,7 @@ class _Block:
             db.executemany(_UPDATE_CALL_END, call_ends)
         resolved = self._resolve_waiting(arrived)
         self._unwrap(call_rows, call_ends, resolved)
-        self._traces()
+        self._traces(self._tops())
 
     # -- starts ---------------------------------------------------------------------------------
     def _starts(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
@@ -640,37 +687,41 @@ class _Block:
             kind = classify(st.name, attrs)
             fn = function_name(st.name, kind, attrs)
             up = self._up(st.parent_id)
+            if up is None:
+                if st.parent_id is not None:
+                    self.orphaned.add(st.parent_id)
+            elif up.trace_id != st.trace_id:  # another trace's span: never this one's parent
+                up = None
             service = st.service or (up.service if up is not None else None) or self._trace_service(st.trace_id)
-            session = conversation(attrs) or (up.session if up is not None else None)
+            conv = conversation(attrs)
+            session = conv or (up.session if up is not None else None)
             start_ns = _i64(st.start_ns) or 0
             ours = kind == "llm" and isinstance(attrs.get(s.CONTEXT), str)
-            placed = _Known((st.trace_id, st.parent_id, kind, fn, service, session, 1, 0, ours))
+            holds = kind == "agentic" and attrs.get(s.EXPOSE) != "hidden"  # as the fold: hidden holds nothing
+            placed = _Known((st.trace_id, st.parent_id, kind, fn, service, session, 1, 0, ours, conv, holds, 0,
+                             start_ns, item.offset))  # fmt: skip
             self.placed[sid] = placed
             arrived.append(sid)
             end_item = ends.get(sid) if was is None else None
             if end_item is None:
                 span_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
-                                  item.offset, item.length, int(ours), _excerpt(kind, attrs)))  # fmt: skip
+                                  item.offset, item.length, int(ours), _excerpt(kind, attrs), conv,
+                                  int(holds)))  # fmt: skip
             else:
                 end: SpanEnded = end_item.record  # type: ignore[assignment]
                 self.whole.add(sid)
                 said = _excerpt(kind, attrs) or _excerpt(kind, end.attributes)  # or an input only the end carries
                 whole_rows.append((sid, st.trace_id, st.parent_id, st.name, kind, fn, start_ns, service, session,
-                                   item.offset, item.length, int(ours), said, _i64(end.end_ns), end.status, end.error,
-                                   end_item.offset, end_item.length))  # fmt: skip
+                                   item.offset, item.length, int(ours), said, conv, int(holds), _i64(end.end_ns),
+                                   end.status, end.error, end_item.offset, end_item.length))  # fmt: skip
             t = self._trace(st.trace_id)
             t["spans"] += 1
             t["first"] = start_ns if t["first"] is None else min(t["first"], start_ns)
             t["last"] = max(t["last"] or 0, start_ns)
             if service:
                 t["services"].add(service)
-            t["trees"].add(session or st.trace_id)
-            t["trees"].add(st.trace_id)
             if session and t["session"] is None:
                 t["session"] = session
-            if st.parent_id is None and not t["rooted"]:  # the trace's root names its tree (as the fold keys it)
-                t["rooted"] = True
-                t["tree"] = session or st.trace_id
             if was is not None and was.ended:  # its end came first: count it now
                 placed.ended = True
                 t["ended"] += 1
@@ -699,11 +750,11 @@ class _Block:
             status=run_status(True, end is not None, end.status if end is not None else None),
             error=end.error if end is not None else None, service=service, session=session,
         )  # fmt: skip
-        chain = self._chain(st.parent_id)
+        chain = self._chain(st.parent_id, st.trace_id)
         if call.manifest is None:  # ours name their function and path themselves
             if chain.in_our_call:
                 return None
-            if self._wrapped(st.span_id, st.parent_id, call.usage, end is not None):
+            if self._wrapped(st, call.usage, end is not None):
                 return None
             call.path, call.function = chain.path, chain.function
         if not chain.complete and chain.missing is not None:
@@ -714,10 +765,11 @@ class _Block:
                 _tokens(u.input), _tokens(u.output), _tokens(u.cache_read), _tokens(u.cache_write),
                 chain.agent)  # fmt: skip
 
-    def _wrapped(self, span_id: str, parent_id: str | None, usage: Usage, ended: bool) -> bool:
+    def _wrapped(self, st: SpanStarted, usage: Usage, ended: bool) -> bool:
         """Is this LLM span a wrapper already found, or a preparation under one (ended, no usage)?"""
         bare = ended and usage.input is None and usage.output is None
-        ids = (span_id, parent_id) if bare and parent_id is not None else (span_id, None)
+        parent_id = st.parent_id if bare and self._parent(st.parent_id, st.trace_id) is not None else None
+        ids = (st.span_id, parent_id)
         return self.db.execute("SELECT 1 FROM wrapped WHERE span_id IN (?, ?)", ids).fetchone() is not None
 
     def _up(self, parent_id: str | None) -> _Known | None:
@@ -725,11 +777,7 @@ class _Block:
             return None
         found = self.placed.get(parent_id) or self.known.get(parent_id)
         if found is None and parent_id not in self.absent:
-            row = self.db.execute(
-                "SELECT trace_id, parent_id, kind, function, service, session, started, ended, ours FROM spans "
-                "WHERE span_id = ?",
-                (parent_id,),
-            ).fetchone()
+            row = self.db.execute(f"SELECT {_KNOWN_COLUMNS} FROM spans WHERE span_id = ?", (parent_id,)).fetchone()
             found = _Known(row) if row is not None else None
             if found is not None:
                 self.known[parent_id] = found
@@ -737,12 +785,17 @@ class _Block:
                 self.absent.add(parent_id)  # rows are written after the block is read: still absent after
         return found if found is not None and found.started else None
 
-    def _chain(self, parent_id: str | None) -> Chain:
+    def _parent(self, parent_id: str | None, trace_id: str) -> _Known | None:
+        """The parent of a span of ``trace_id``, if it has started (one of another trace is none)."""
+        up = self._up(parent_id)
+        return up if up is not None and up.trace_id == trace_id else None
+
+    def _chain(self, parent_id: str | None, trace_id: str) -> Chain:
         def lookup(sid: str) -> Ancestor | None:
             k = self._up(sid)
-            return Ancestor(k.parent_id, k.kind, k.function, k.ours) if k is not None else None
+            return Ancestor(k.parent_id, k.kind, k.function, k.ours, k.trace_id) if k is not None else None
 
-        return agentic_chain(parent_id, lookup)
+        return agentic_chain(parent_id, lookup, trace_id)
 
     def _trace_service(self, trace_id: str) -> str | None:
         t = self.traces.get(trace_id)
@@ -756,8 +809,7 @@ class _Block:
         t = self.traces.get(trace_id)
         if t is None:
             t = self.traces[trace_id] = {"session": None, "first": None, "last": None, "spans": 0, "ended": 0,
-                                         "errors": 0, "services": set(), "trees": set(), "rooted": False,
-                                         "tree": None}  # fmt: skip
+                                         "errors": 0, "services": set()}  # fmt: skip
         return t
 
     # -- ends -----------------------------------------------------------------------------------
@@ -794,33 +846,35 @@ class _Block:
 
     # -- the rest -------------------------------------------------------------------------------
     def _resolve_waiting(self, arrived: list[str]) -> list[str]:
-        """Calls whose chain stopped at a span this block brought: walk them again (returns them)."""
+        """Calls whose chain stopped at a span this block brought: walk them again (returns them).
+        Notes the spans of this block that were waited for (``awaited``)."""
         db = self.db
         waiting: list[str] = []
         for chunk in _padded(arrived):
             rows = db.execute(f"SELECT missing, call FROM pending WHERE missing IN ({_IN_LIST})", chunk).fetchall()
             if rows:
                 db.executemany("DELETE FROM pending WHERE missing = ? AND call = ?", rows)
-                waiting.extend(r[1] for r in rows)
+                waiting.extend(r[1] for r in rows if r[1])  # no call: a span waited for its parent
+                self.awaited.update(r[0] for r in rows)
         updates = []
         agents = []
         calls = list(dict.fromkeys(waiting))
-        parents: dict[str, tuple[str | None, str | None]] = {}  # call -> (its parent, its manifest)
+        parents: dict[str, tuple[str | None, str | None, str]] = {}  # call -> (its parent, its manifest, its trace)
         for chunk in _padded(calls):  # their parents, and what the index holds of them, a chunk at a time
             parents.update(
-                (sid, (parent, manifest))
-                for sid, parent, manifest in db.execute(
-                    f"SELECT span_id, parent_id, manifest FROM calls WHERE span_id IN ({_IN_LIST})", chunk
+                (sid, (parent, manifest, trace_id))
+                for sid, parent, manifest, trace_id in db.execute(
+                    f"SELECT span_id, parent_id, manifest, trace_id FROM calls WHERE span_id IN ({_IN_LIST})", chunk
                 )
             )
-        unknown = {p for p, _ in parents.values() if p is not None} - self.placed.keys() - self.known.keys()
+        unknown = {p for p, _, _ in parents.values() if p is not None} - self.placed.keys() - self.known.keys()
         self.known.update(self.index.known(list(unknown)))
         self.absent.update(unknown - self.known.keys())
         for call_id in calls:
             if call_id not in parents:
                 continue
-            parent, manifest = parents[call_id]
-            chain = self._chain(parent)
+            parent, manifest, trace_id = parents[call_id]
+            chain = self._chain(parent, trace_id)
             if manifest is None and chain.in_our_call:  # the provider SDK's own span of one of our calls
                 db.execute("DELETE FROM calls WHERE span_id = ?", (call_id,))
                 continue
@@ -843,22 +897,22 @@ class _Block:
         preparation, once it ended without). Found whichever of them arrives first: when the
         usage arrives, or when the spans above a call that carries it do."""
         db = self.db
-        carriers = [(r[0], r[2]) for r in call_rows if r[13] is None and (r[14] is not None or r[15] is not None)]
+        carriers = [(r[1], r[2]) for r in call_rows if r[13] is None and (r[14] is not None or r[15] is not None)]
         bare = [r[-1] for r in call_ends if r[3] is None and r[4] is None]
         carried = [r[-1] for r in call_ends if r[3] is not None or r[4] is not None] + resolved
         for chunk in _padded(list(dict.fromkeys(carried))):
             carriers += db.execute(
-                f"SELECT span_id, parent_id FROM calls WHERE span_id IN ({_IN_LIST}) AND manifest IS NULL "
+                f"SELECT trace_id, parent_id FROM calls WHERE span_id IN ({_IN_LIST}) AND manifest IS NULL "
                 "AND (input IS NOT NULL OR output IS NOT NULL)",
                 chunk,
             ).fetchall()
         wrappers: dict[str, None] = {}
-        for _, parent in carriers:
+        for trace_id, parent in carriers:
             found: list[str] = []
             seen = 0
             agentic = False
             while parent is not None and seen < MAX_DEPTH:
-                up = self._up(parent)
+                up = self._parent(parent, trace_id)
                 if up is None:
                     break
                 if up.ours and not agentic:  # inside one of our model calls: part of it, no call of its own
@@ -877,30 +931,50 @@ class _Block:
                 db.execute(f"DELETE FROM calls WHERE span_id IN ({_IN_LIST})", chunk)
                 db.execute(
                     f"DELETE FROM calls WHERE parent_id IN ({_IN_LIST}) AND manifest IS NULL AND input IS NULL "
-                    "AND output IS NULL AND end_ns IS NOT NULL",
+                    "AND output IS NULL AND end_ns IS NOT NULL "
+                    "AND trace_id = (SELECT p.trace_id FROM spans p WHERE p.span_id = calls.parent_id)",
                     chunk,
                 )  # fmt: skip
-        for chunk in _padded(bare):  # a call that ended with no usage under a wrapper: its preparation
+        for chunk in _padded(bare):  # a call that ended with no usage under a wrapper (of its trace): its preparation
             db.execute(
                 f"DELETE FROM calls WHERE span_id IN ({_IN_LIST}) AND manifest IS NULL AND input IS NULL "
-                "AND output IS NULL AND parent_id IN (SELECT span_id FROM wrapped)",
+                "AND output IS NULL AND parent_id IN (SELECT w.span_id FROM wrapped w JOIN spans p USING (span_id) "
+                "WHERE p.trace_id = calls.trace_id)",
                 chunk,
             )  # fmt: skip
 
-    def _traces(self) -> None:
+    def _tops(self) -> dict[str, str]:
+        """Root calls and memberships after this block (:mod:`callctx.store.tops`); the primary
+        tree of each trace whose trees may have changed. The spans a span of this block names as
+        its parent and that have not started are noted in ``pending`` (with no call): a span
+        found there when it arrives had a child indexed before it."""
         db = self.db
+        tops = Tops(db, self._up, self.placed, self.awaited)
+        cut = tops.cut_loops()
+        if cut:
+            db.executemany("UPDATE spans SET cut = 1 WHERE span_id = ?", [(sid,) for sid in cut])
+        tops.place()
+        tops.resume()
+        orphaned = [(p, "") for p in self.orphaned if p not in self.placed]
+        if orphaned:
+            db.executemany("INSERT OR IGNORE INTO pending VALUES (?, ?)", orphaned)
+        return tops.settle()
+
+    def _traces(self, primary: dict[str, str]) -> None:
+        db = self.db
+        for tid in primary.keys() - self.traces.keys():
+            self._trace(tid)  # a trace whose root calls moved: its tree is written
         for tid, t in self.traces.items():
             old = db.execute("SELECT services FROM traces WHERE trace_id = ?", (tid,)).fetchone()
             services = set(t["services"])
             if old is not None:
                 services.update(json.loads(old[0]))
-            tree = t["tree"] or t["session"] or tid  # until its root arrives: the first session its spans name
+            tree = primary.get(tid)
             db.execute(
                 _UPSERT_TRACE,
-                (tid, t["session"], tree, int(t["rooted"]), t["first"], t["last"], t["spans"], t["ended"], t["errors"],
-                 json.dumps(sorted(services))),
+                (tid, t["session"], tree or tid, t["first"], t["last"], t["spans"], t["ended"], t["errors"],
+                 json.dumps(sorted(services)), tree is not None),
             )  # fmt: skip
-            db.executemany("INSERT OR IGNORE INTO memberships VALUES (?, ?)", [(tree, tid) for tree in t["trees"]])
 
 
 _EXCERPTED = ("agentic", "tool")  # the spans whose input a listing shows the first words of
@@ -933,17 +1007,18 @@ def _end_model(attrs: dict[str, Any]) -> str | None:
 
 _UPSERT_START = (
     "INSERT INTO spans (span_id, trace_id, parent_id, name, kind, function, start_ns, service, session, start_at, "
-    "start_len, ours, excerpt, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,1) ON CONFLICT(span_id) DO UPDATE SET "
+    "start_len, ours, excerpt, conv, holds, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1) "
+    "ON CONFLICT(span_id) DO UPDATE SET "
     "trace_id = excluded.trace_id, parent_id = excluded.parent_id, name = excluded.name, kind = excluded.kind, "
     "function = excluded.function, start_ns = excluded.start_ns, service = excluded.service, "
     "session = excluded.session, start_at = excluded.start_at, start_len = excluded.start_len, ours = excluded.ours, "
-    "excerpt = coalesce(excluded.excerpt, excerpt), started = 1 "
+    "excerpt = coalesce(excluded.excerpt, excerpt), conv = excluded.conv, holds = excluded.holds, started = 1 "
     "WHERE started = 0"
 )
 _INSERT_WHOLE = (
     "INSERT INTO spans (span_id, trace_id, parent_id, name, kind, function, start_ns, service, session, start_at, "
-    "start_len, ours, excerpt, end_ns, status, error, end_at, end_len, started, ended) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,1)"
+    "start_len, ours, excerpt, conv, holds, end_ns, status, error, end_at, end_len, started, ended) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,1)"
 )  # a span the index did not hold, start and end at once
 _UPSERT_END = (
     "INSERT INTO spans (span_id, trace_id, end_ns, status, error, end_at, end_len, excerpt, ended) "
@@ -963,10 +1038,9 @@ _UPDATE_CALL_END = (
     "WHERE span_id = ?"
 )
 _UPSERT_TRACE = (
-    "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
-    "session = coalesce(session, excluded.session), "
-    "tree = CASE WHEN rooted THEN tree WHEN excluded.rooted THEN excluded.tree ELSE tree END, "
-    "rooted = max(rooted, excluded.rooted), first = min(coalesce(first, excluded.first), "
+    "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(trace_id) DO UPDATE SET "
+    "session = coalesce(session, excluded.session), tree = CASE WHEN ? THEN excluded.tree ELSE tree END, "
+    "first = min(coalesce(first, excluded.first), "
     "coalesce(excluded.first, first)), last = max(coalesce(last, 0), coalesce(excluded.last, 0)), "
     "spans = spans + excluded.spans, ended = ended + excluded.ended, errors = errors + excluded.errors, "
     "services = excluded.services"

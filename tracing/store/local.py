@@ -72,7 +72,6 @@ GIVE_WAY = 0.25  # seconds a following thread waits for a server's requests, at 
 DEFAULT_MAX_TREES = 1000  # folded trees kept in memory...
 DEFAULT_MAX_TREE_SPANS = 200_000  # ...and their spans, in all
 RANGE_GAP = 64 << 10  # a tree's records closer than this many bytes are read in one go
-_EVENTS = (SpanStarted, SpanEnded, Collapsed)
 
 
 class LocalStore:
@@ -367,12 +366,16 @@ class LocalStore:
         return SpanIO.of(start, end, tree=tree, kind=row[4], function=row[5] or "", status=run)
 
     def ancestors(self, span_id: str) -> list[str]:
+        """The span and the spans above it in its trace, the outermost first."""
         self.refresh()
         chain: list[str] = []
+        trace_id: str | None = None
         sid: str | None = span_id
         while sid is not None and sid not in chain and len(chain) < 10_000:
-            if self.index.span(sid) is None:
+            row = self.index.span(sid)
+            if row is None or (trace_id is not None and row[1] != trace_id):
                 break
+            trace_id = row[1]
             chain.append(sid)
             sid = self.index.parent_of(sid)
         return chain[::-1]
@@ -401,21 +404,24 @@ class LocalStore:
         trace_id = row[1]
         members = sorted({trace_id, *(t for key in self.index.trees_of(trace_id) for t in self.index.members(key))})
         if final:
-            key = self.index.tree_of(trace_id)
-            proj = self._fold(f"span:{key}", members)
+            proj = self._fold("span:" + ",".join(members), members)
             return proj.view(span_id, render_range=render_range).text
         records = self._records(members)
         seen = Projection.as_seen_by(records, span_id)
         return seen.view(span_id, render_range=render_range).text
 
     def _records(self, members: Sequence[str]) -> list[Record]:
+        """The records of the traces ``members`` as the fold of the whole log counts them: their
+        spans' starts and ends (a span id started in another trace first is that trace's; the
+        first end of a span ends it, whatever trace it names) and their collapses."""
         wanted = set(members)
-        ranges = merge_ranges(self.index.ranges(members), RANGE_GAP)
+        ranges, spans = self.index.ranges(members)
+        return [r for r in self._read_around(ranges) if _counted(r, spans, wanted)]
+
+    def _read_around(self, ranges: Sequence[tuple[int, int]]) -> list[Record]:
+        """The records in and between ``ranges`` that lie close together (read in one go)."""
         try:
-            return [
-                r for r in read_ranges(self.path, ranges)
-                if type(r) in _EVENTS and r.trace_id in wanted  # type: ignore[union-attr]
-            ]  # fmt: skip
+            return list(read_ranges(self.path, merge_ranges(ranges, RANGE_GAP)))
         except LogError as e:
             raise StoreUnavailable(str(e)) from None
 
@@ -520,6 +526,15 @@ class LocalStore:
     def _read_back(self, offset: int, length: int) -> Record | None:
         found = self._read([(offset, offset + length)])
         return found[0] if found else None
+
+
+def _counted(r: Record, spans: set[str], traces: set[str]) -> bool:
+    """Is ``r`` a record the fold counts for ``spans`` (a start or end of one of them: those
+    of another trace come after the one that counts, and change nothing) or for ``traces``?"""
+    t = type(r)
+    if t is SpanStarted or t is SpanEnded:
+        return r.span_id in spans  # type: ignore[union-attr]
+    return t is Collapsed and r.trace_id in traces  # type: ignore[union-attr]
 
 
 def _services(concatenated: str | None) -> list[str]:
