@@ -25,33 +25,18 @@ from callctx.models import ScriptedModel
 from callctx.serve import Receiver, serve_http
 from callctx.store.clickhouse import ClickHouseStore
 from callctx.store.connection import ChdbConnection
-from callctx.store.local import LocalStore
 from callctx.store.otel_table import OtelTable
 from callctx.ui import Views
 from callctx.ui.server import serve_page
 
 from .conftest import js_errors, screenshot, wait_for
 from .logs import demo_log, many_calls
+from .pages import Page, css, open_page
 
 pytest.importorskip("selenium", reason="run `make browser`")
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
-
-
-class Page:
-    """``callctx ui`` for one log, as the command serves it (``follows``: its cache ledger
-    kept up by the test, as the command's background thread would)."""
-
-    def __init__(self, log, *, follows=False):
-        self.store = LocalStore(log)
-        self.views = Views(self.store, wait_for_cache=not follows)
-        self.server = serve_page(self.views, "127.0.0.1", 0, shape=Shaper().redact)
-        self.base = f"http://127.0.0.1:{self.server.server_port}"
-
-    def api(self, path):
-        with urllib.request.urlopen(self.base + path, timeout=10) as resp:
-            return json.loads(resp.read())
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +45,6 @@ def demo(tmp_path_factory):
     page = Page(log)
     yield log, page
     page.server.shutdown()
-
-
-def css(driver, selector):
-    return driver.find_elements(By.CSS_SELECTOR, selector)
-
-
-def open_page(driver, url):
-    driver.get(url)
-    js_errors(driver)  # start from an empty console
 
 
 _SEGMENT = re.compile(r"^── (\S+) · (L\d) · (\d+) tokens", re.M)

@@ -13,33 +13,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 from helpers.trip import CITIES, trip_log
 
-from callctx.export.shaping import Shaper
-from callctx.store.local import LocalStore
-from callctx.ui import Views
-from callctx.ui.server import serve_page
-
 from .conftest import js_errors, wait_for
+from .pages import Page, css, open_page
 
 pytest.importorskip("selenium", reason="run `make browser`")
 from selenium.webdriver.common.by import By
-
-
-class Page:
-    """``callctx ui`` over one log, as the command serves it (shaped)."""
-
-    def __init__(self, log):
-        self.store = LocalStore(log)
-        self.server = serve_page(Views(self.store), "127.0.0.1", 0, shape=Shaper().redact)
-        self.base = f"http://127.0.0.1:{self.server.server_port}"
-
-    def api(self, path):
-        with urllib.request.urlopen(self.base + path, timeout=10) as resp:
-            return json.loads(resp.read())
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +29,7 @@ def trip(tmp_path_factory):
     log = trip_log(tmp_path_factory.mktemp("trip"))
     page = Page(log)
     yield log, page
-    page.server.shutdown()
-    page.store.close()
-
-
-def css(driver, selector):
-    return driver.find_elements(By.CSS_SELECTOR, selector)
-
-
-def open_page(driver, url):
-    driver.get(url)
-    js_errors(driver)  # start from an empty console
+    page.close()
 
 
 _RECT = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]"

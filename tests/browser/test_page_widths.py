@@ -15,6 +15,7 @@ from callctx.ui import Views
 from callctx.ui.server import serve_page
 
 from .conftest import js_errors, wait_for
+from .pages import css
 
 pytest.importorskip("selenium", reason="run `make browser`")
 from selenium.webdriver.common.by import By
@@ -41,10 +42,6 @@ def served(tmp_path_factory):
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     store.close()
-
-
-def css(driver, selector):
-    return driver.find_elements(By.CSS_SELECTOR, selector)
 
 
 def box(driver, el):
