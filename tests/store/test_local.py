@@ -235,16 +235,26 @@ def forests(draw):
 
 
 def records_of(spans):
+    return spans_as_records(spans, _forest_attributes)
+
+
+def _forest_attributes(kind: str, sid: int) -> dict:
+    return {
+        "agentic": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"a{sid}"},
+        "plain": {},
+        "llm": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": sid},
+        "ours": {"gen_ai.operation.name": "chat", "callctx.context": "{}", "callctx.function": f"o{sid}",
+                 "callctx.call_path": f"x → o{sid}"},
+        "sdk": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"},
+    }[kind]  # fmt: skip
+
+
+def spans_as_records(spans, attributes) -> list:
+    """(trace, sid, parent, kind, start, ended, session) tuples as start and end records, each
+    span's attributes made by ``attributes(kind, sid)``."""
     out = []
     for trace, sid, parent, kind, start, ended, session in spans:
-        attrs = {
-            "agentic": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"a{sid}"},
-            "plain": {},
-            "llm": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": sid},
-            "ours": {"gen_ai.operation.name": "chat", "callctx.context": "{}", "callctx.function": f"o{sid}",
-                     "callctx.call_path": f"x → o{sid}"},
-            "sdk": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"},
-        }[kind]  # fmt: skip
+        attrs = attributes(kind, sid)
         if session:
             attrs["gen_ai.conversation.id"] = session
         span_id, parent_id = format(sid, "016x"), format(parent, "016x") if parent else None
@@ -428,22 +438,17 @@ def tangles(draw):
 
 
 def tangled_records(spans):
-    out = []
-    for trace, sid, parent, kind, start, ended, session in spans:
-        attrs = {
-            "agentic": dict(agent(f"a{sid}")),
-            "hidden": {**dict(agent(f"h{sid}")), "callctx.expose": "hidden"},
-            "plain": {},
-            "llm": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": sid},
-            "tool": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{sid}"},
-        }[kind]  # fmt: skip
-        if session:
-            attrs["gen_ai.conversation.id"] = session
-        span_id, parent_id = format(sid, "016x"), format(parent, "016x") if parent else None
-        out.append(SpanStarted(trace, span_id, parent_id, f"{kind} {sid}", start, attrs))
-        if ended:
-            out.append(SpanEnded(trace, span_id, start + 5, "error" if sid % 5 == 0 else "ok"))
-    return out
+    return spans_as_records(spans, _tangle_attributes)
+
+
+def _tangle_attributes(kind: str, sid: int) -> dict:
+    return {
+        "agentic": dict(agent(f"a{sid}")),
+        "hidden": {**dict(agent(f"h{sid}")), "callctx.expose": "hidden"},
+        "plain": {},
+        "llm": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": sid},
+        "tool": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{sid}"},
+    }[kind]  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
