@@ -249,6 +249,22 @@ def _forest_attributes(kind: str, sid: int) -> dict:
     }[kind]  # fmt: skip
 
 
+def indexed_in_blocks(records, path, rnd, blocks: int) -> LocalStore:
+    """A live store over a log of ``records`` written in ``blocks`` cuts chosen by ``rnd``,
+    its index brought up to date after each: the index sees the log a block at a time (read
+    as live, to compare with a replay that does not recover)."""
+    store = LocalStore(path, finished=False)
+    with EventLog(path) as log:
+        cuts = sorted(rnd.sample(range(len(records) + 1), min(blocks, len(records) + 1)))
+        start = 0
+        for cut in [*cuts, len(records)]:
+            for rec in records[start:cut]:
+                log.write(encode(rec))
+            start = cut
+            store.refresh()
+    return store
+
+
 def spans_as_records(spans, attributes) -> list:
     """(trace, sid, parent, kind, start, ended, session) tuples as start and end records, each
     span's attributes made by ``attributes(kind, sid)``."""
@@ -320,15 +336,7 @@ def test_any_arrival_gives_the_projections_calls_and_trees(tmp_path_factory, spa
     rnd.shuffle(records)
     folder = tmp_path_factory.mktemp("arrival")
     path = folder / "log.jsonl"
-    store = LocalStore(path, finished=False)  # read as live: compared with a replay that does not recover
-    with EventLog(path) as log:
-        cuts = sorted(rnd.sample(range(len(records) + 1), min(blocks, len(records) + 1)))
-        start = 0
-        for cut in [*cuts, len(records)]:
-            for rec in records[start:cut]:
-                log.write(encode(rec))
-            start = cut
-            store.refresh()  # the index sees the log a block at a time
+    store = indexed_in_blocks(records, path, rnd, blocks)
     got = [(c.index, c.span_id, c.function, c.path, c.status) for c in all_calls(store)]
     assert got == oracle(spans)
     assert [c.index for c in number(all_calls(store))] == [g[0] for g in got]
@@ -461,15 +469,7 @@ def test_any_arrival_lists_the_trees_of_the_fold(tmp_path_factory, spans, rnd, b
     records += [r for r in records if rnd.random() < dup]
     rnd.shuffle(records)
     path = tmp_path_factory.mktemp("tangles") / "log.jsonl"
-    store = LocalStore(path, finished=False)
-    with EventLog(path) as log:
-        cuts = sorted(rnd.sample(range(len(records) + 1), min(blocks, len(records) + 1)))
-        start = 0
-        for cut in [*cuts, len(records)]:
-            for rec in records[start:cut]:
-                log.write(encode(rec))
-            start = cut
-            store.refresh()
+    store = indexed_in_blocks(records, path, rnd, blocks)
     replayed = Projection.from_log(path, recover=False)
     keys = tree_keys(store)
     assert len(keys) == len(set(keys)) == store.state().trees
