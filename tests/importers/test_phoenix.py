@@ -62,7 +62,7 @@ def phoenix(tmp_path_factory):
         except OSError:
             if proc.poll() is not None:
                 pytest.fail(f"Phoenix exited: {proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.3)
+            time.sleep(0.3)  # polls until Phoenix answers, or exits
     else:
         proc.kill()
         pytest.fail("Phoenix did not start within 120 s")

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 
 EXCERPT_CHARS: Final = 60  # an excerpt's length at most, the ellipsis included
-DECODED_AT_MOST: Final = 100_000  # characters of a JSON input decoded; past that its start is read as text
+DECODED_AT_MOST: Final = 4_096  # characters of a JSON input decoded; past that its start is read as text
 _BUDGET: Final = 4 * EXCERPT_CHARS  # characters produced before the words are picked
 _JSON_PUNCTUATION = str.maketrans({"{": " ", "}": " ", "[": " ", "]": " ", '"': None})
 
